@@ -1,0 +1,44 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Status is the application's view of an external write, as stored in the
+// effect table's status column.
+type Status string
+
+// The statuses an effect row may have.
+const (
+	// StatusAttempted means the row was written before the external call and
+	// nothing is known yet about whether the call landed: the effect is in doubt.
+	StatusAttempted Status = "attempted"
+	// StatusConfirmed means the external write is known to have happened and its
+	// external id is recorded.
+	StatusConfirmed Status = "confirmed"
+	// StatusAbandoned means someone decided the effect will never be confirmed.
+	StatusAbandoned Status = "abandoned"
+)
+
+// Effect is one intended external write, a row of the effect table.
+type Effect struct {
+	Key         string          // run_8f3c1a:charge:0
+	RunID       string          // run_8f3c1a
+	Step        string          // charge | refund | payout | compensate | ...
+	Provider    string          // stripe | adyen | paypal | bank | ...
+	Status      Status          // attempted | confirmed | abandoned
+	ExternalID  string          // the provider's id once known, else ""
+	Request     json.RawMessage // what was sent
+	Response    json.RawMessage // what came back, nil until known
+	CreatedAt   time.Time       // UTC
+	ConfirmedAt time.Time       // UTC; zero until confirmed
+}
+
+// EffectKey is the one function that builds an effect's idempotency key. Its
+// parts are facts that survive a restart, so a resumed run derives the same
+// key: never a timestamp, a random value or an attempt counter.
+func EffectKey(runID, step string, seq int) string {
+	return runID + ":" + step + ":" + strconv.Itoa(seq)
+}

@@ -1,0 +1,182 @@
+package reconcile
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"golang.org/x/text/currency"
+)
+
+// Money is an amount in integer minor units of a currency. It never passes
+// through float64.
+type Money struct {
+	Minor    int64  // signed, in the currency's minor units
+	Currency string // ISO 4217, upper case
+}
+
+// String formats m for people, with the currency's ISO exponent: "-14.20 EUR".
+func (m Money) String() string {
+	exp, err := Exponent("", m.Currency)
+	if err != nil {
+		return fmt.Sprintf("%d %s (minor units)", m.Minor, m.Currency)
+	}
+	return FormatMinor(m.Minor, exp) + " " + m.Currency
+}
+
+// FormatMinor writes minor units as a plain decimal with exp places.
+func FormatMinor(minor int64, exp int) string {
+	sign := ""
+	u := uint64(minor)
+	if minor < 0 {
+		sign, u = "-", uint64(-minor) // -MinInt64 wraps to itself and stays right as uint64
+	}
+	s := fmt.Sprintf("%d", u)
+	if exp == 0 {
+		return sign + s
+	}
+	if len(s) <= exp {
+		s = strings.Repeat("0", exp-len(s)+1) + s
+	}
+	return sign + s[:len(s)-exp] + "." + s[len(s)-exp:]
+}
+
+// NormalizeCurrency checks that s names an ISO 4217 currency and returns its
+// code in upper case. Codes are accepted in any case and with surrounding
+// spaces, as providers write them.
+func NormalizeCurrency(s string) (string, error) {
+	c := strings.ToUpper(strings.TrimSpace(s))
+	if c == "" {
+		return "", fmt.Errorf("empty currency")
+	}
+	if len(c) != 3 || c == "XXX" || c == "XTS" {
+		return "", fmt.Errorf("unknown currency %q", s)
+	}
+	if _, err := currency.ParseISO(c); err != nil {
+		return "", fmt.Errorf("unknown currency %q", s)
+	}
+	return c, nil
+}
+
+// stripeZeroDecimal and stripeThreeDecimal are Stripe's documented exceptions
+// (docs: "Supported currencies", minor units in API amounts). Every other
+// currency is two-decimal in Stripe's API, whatever ISO 4217 says (ISK, HUF
+// and TWD included).
+var (
+	stripeZeroDecimal  = set("BIF", "CLP", "DJF", "GNF", "JPY", "KMF", "KRW", "MGA", "PYG", "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF")
+	stripeThreeDecimal = set("BHD", "JOD", "KWD", "OMR", "TND")
+	// adyenExponent lists where Adyen's documented decimals differ from ISO 4217.
+	adyenExponent = map[string]int{"CLP": 2, "CVE": 0, "ISK": 2, "IDR": 0}
+	// paypalExponent lists where PayPal's API decimals differ from ISO 4217.
+	paypalExponent = map[string]int{"HUF": 0, "TWD": 0, "JPY": 0}
+)
+
+func set(codes ...string) map[string]bool {
+	m := make(map[string]bool, len(codes))
+	for _, c := range codes {
+		m[c] = true
+	}
+	return m
+}
+
+// Exponent returns how many decimal places the provider uses for the currency:
+// Stripe's own table for "stripe", Adyen's and PayPal's documented exceptions
+// for theirs, and ISO 4217 (from the CLDR tables in golang.org/x/text) for any
+// other provider, banks included. The currency must already be normalized.
+func Exponent(provider, cur string) (int, error) {
+	u, err := currency.ParseISO(cur)
+	if err != nil || cur == "XXX" || cur == "XTS" {
+		return 0, fmt.Errorf("unknown currency %q", cur)
+	}
+	switch provider {
+	case "stripe":
+		switch {
+		case stripeZeroDecimal[cur]:
+			return 0, nil
+		case stripeThreeDecimal[cur]:
+			return 3, nil
+		}
+		return 2, nil
+	case "adyen":
+		if e, ok := adyenExponent[cur]; ok {
+			return e, nil
+		}
+	case "paypal":
+		if e, ok := paypalExponent[cur]; ok {
+			return e, nil
+		}
+	}
+	scale, _ := currency.Standard.Rounding(u)
+	return scale, nil
+}
+
+// ParseMinor converts a decimal amount in major units, as written in a report,
+// to integer minor units with exp decimal places. decimalSep is '.' or ','; the
+// other one is then accepted as a thousands separator between groups of three
+// digits. A leading sign is allowed. It rejects scientific notation, more
+// significant decimals than exp allows, and anything that is not a number.
+func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty amount")
+	}
+	neg := false
+	switch s[0] {
+	case '-':
+		neg, s = true, s[1:]
+	case '+':
+		s = s[1:]
+	}
+	if strings.ContainsAny(s, "eE") {
+		return 0, fmt.Errorf("amount %q is in scientific notation (a spreadsheet may have mangled it)", orig)
+	}
+	thousands := byte(',')
+	if decimalSep == ',' {
+		thousands = '.'
+	}
+	intPart, frac := s, ""
+	if i := strings.IndexByte(s, decimalSep); i >= 0 {
+		intPart, frac = s[:i], s[i+1:]
+		if frac == "" {
+			return 0, fmt.Errorf("amount %q ends in a decimal separator", orig)
+		}
+	}
+	if strings.IndexByte(intPart, thousands) >= 0 {
+		groups := strings.Split(intPart, string(thousands))
+		if len(groups[0]) == 0 || len(groups[0]) > 3 {
+			return 0, fmt.Errorf("amount %q has misplaced thousands separators", orig)
+		}
+		for _, g := range groups[1:] {
+			if len(g) != 3 {
+				return 0, fmt.Errorf("amount %q has misplaced thousands separators", orig)
+			}
+		}
+		intPart = strings.Join(groups, "")
+	}
+	if intPart == "" {
+		intPart = "0"
+	}
+	if len(strings.TrimRight(frac, "0")) > exp {
+		return 0, fmt.Errorf("amount %q has more decimals than the currency allows (%d)", orig, exp)
+	}
+	if len(frac) > exp {
+		frac = frac[:exp] // only zeros were dropped, checked above
+	}
+	frac += strings.Repeat("0", exp-len(frac))
+	var v uint64
+	for _, c := range intPart + frac {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("amount %q is not a number", orig)
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxInt64-d)/10 {
+			return 0, fmt.Errorf("amount %q is out of range", orig)
+		}
+		v = v*10 + d
+	}
+	if neg {
+		return -int64(v), nil
+	}
+	return int64(v), nil
+}
