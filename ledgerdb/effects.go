@@ -1,0 +1,45 @@
+package ledgerdb
+
+import (
+	"bytes"
+	"fmt"
+
+	"reconcile"
+)
+
+// The functions below decide, the same way for every driver, what an
+// effect write that changed nothing means: a repeat of what is already
+// recorded (fine, return the row) or a conflicting change (refused).
+
+// SameAttempt is RecordAttempt's answer when the key exists: the existing
+// row when it records the same attempt (canonical request req), else a
+// *reconcile.KeyReusedError.
+func SameAttempt(e *reconcile.Effect, p *RecordParams, req []byte) (*RecordResult, error) {
+	have, err := CanonicalJSON(e.Request)
+	if err != nil {
+		return nil, fmt.Errorf("effect %s: recorded request: %w", e.Key, err)
+	}
+	if !bytes.Equal(have, req) || e.RunID != p.RunID || e.Step != p.Step || e.Provider != p.Provider {
+		return nil, &reconcile.KeyReusedError{Key: e.Key, Existing: have, Given: req}
+	}
+	return &RecordResult{Effect: *e}, nil
+}
+
+// AlreadyConfirmed is Confirm's answer when the effect was not attempted.
+func AlreadyConfirmed(e *reconcile.Effect, externalID string) (*reconcile.Effect, error) {
+	if e.Status == reconcile.StatusConfirmed && e.ExternalID == externalID {
+		return e, nil
+	}
+	if e.Status == reconcile.StatusConfirmed {
+		return nil, fmt.Errorf("effect %s: %w: already confirmed as %s, not %s", e.Key, reconcile.ErrInvalidTransition, e.ExternalID, externalID)
+	}
+	return nil, fmt.Errorf("effect %s: %w: it is %s", e.Key, reconcile.ErrInvalidTransition, e.Status)
+}
+
+// AlreadyAbandoned is Abandon's answer when the effect was not attempted.
+func AlreadyAbandoned(e *reconcile.Effect) (*reconcile.Effect, error) {
+	if e.Status == reconcile.StatusAbandoned {
+		return e, nil
+	}
+	return nil, fmt.Errorf("effect %s: %w: it is %s, and only an attempted effect can be abandoned", e.Key, reconcile.ErrInvalidTransition, e.Status)
+}

@@ -1,0 +1,149 @@
+// Package ledgerdb is the effect ledger and the job's own state behind one
+// interface, with two drivers: ledgerdb/postgres (production) and
+// ledgerdb/sqlite (the embedded default). Both run ledgerdbtest's one
+// behavioural suite, so they cannot drift.
+package ledgerdb
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"reconcile"
+)
+
+// Store is the ledger. Methods take a context first and a params struct, and
+// return domain types. "Already done" and "superseded" are results, not errors.
+type Store interface {
+	// RecordAttempt writes an effect as attempted, before its external call.
+	// A key that exists with the same request (compared as JSON values, so
+	// field order does not matter) returns the existing row with Created
+	// false; with a different request it fails with *reconcile.KeyReusedError.
+	RecordAttempt(ctx context.Context, p *RecordParams) (*RecordResult, error)
+	// Confirm marks an attempted effect confirmed with its external id and
+	// response. Confirming again with the same external id returns the row
+	// unchanged; anything else (an abandoned effect, another external id)
+	// fails with reconcile.ErrInvalidTransition and changes nothing.
+	Confirm(ctx context.Context, p *ConfirmParams) (*reconcile.Effect, error)
+	// Abandon closes an attempted effect by an explicit decision.
+	Abandon(ctx context.Context, p *AbandonParams) (*reconcile.Effect, error)
+	// Effect returns one effect, or reconcile.ErrNotFound.
+	Effect(ctx context.Context, key string) (*reconcile.Effect, error)
+
+	// Claim takes the lease on key in one conditional write and returns a new,
+	// strictly greater fence token; or InFlight when a live lease is held
+	// (the token is not bumped); or Done.
+	Claim(ctx context.Context, p *ClaimParams) (*reconcile.ClaimResult, error)
+	// Renew extends the lease of the holder of p.Fence.
+	Renew(ctx context.Context, p *RenewParams) (*reconcile.WriteResult, error)
+	// Settle completes or fails a claim, conditional on its fence token. A
+	// superseded token changes nothing and returns Superseded; a superseded
+	// success is also recorded as an orphan. A second settle with the same
+	// token fails with reconcile.ErrAlreadySettled, a token never issued with
+	// reconcile.ErrUnknownFence, and a key never claimed with
+	// reconcile.ErrNotFound.
+	Settle(ctx context.Context, p *SettleParams) (*reconcile.WriteResult, error)
+	// ClaimOf returns the claim on key, or reconcile.ErrNotFound.
+	ClaimOf(ctx context.Context, key string) (*reconcile.Claim, error)
+	// Orphans lists every orphan recorded, oldest first.
+	Orphans(ctx context.Context) ([]reconcile.Orphan, error)
+
+	// StartRun records a run as running.
+	StartRun(ctx context.Context, p *StartRunParams) (*reconcile.Run, error)
+	// FinishRun records how a running run ended.
+	FinishRun(ctx context.Context, p *FinishRunParams) (*reconcile.Run, error)
+	// Run returns one run, or reconcile.ErrNotFound.
+	Run(ctx context.Context, id string) (*reconcile.Run, error)
+
+	// Migrate applies every pending migration, in order, in one transaction,
+	// and returns those it applied: none the second time. Two processes that
+	// migrate at once serialize.
+	Migrate(ctx context.Context) ([]Migration, error)
+	// CheckSchema fails with an error wrapping reconcile.ErrSchema when the
+	// ledger has pending migrations, is ahead of this binary, or was migrated
+	// with a migration that differs from the embedded one.
+	CheckSchema(ctx context.Context) error
+
+	// Close releases the connections.
+	Close() error
+}
+
+// Config is what both drivers take when they open a ledger.
+type Config struct {
+	// Now is the clock. Leases are measured with it, so tests move a fake
+	// one instead of sleeping. Default time.Now.
+	Now func() time.Time
+}
+
+// Clock returns c.Now, or time.Now when unset, always in UTC.
+func (c Config) Clock() func() time.Time {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	return func() time.Time { return now().UTC() }
+}
+
+// RecordParams describes an effect about to be attempted.
+type RecordParams struct {
+	Key      string // reconcile.EffectKey(runID, step, seq)
+	RunID    string
+	Step     string
+	Provider string
+	Request  json.RawMessage // must be a JSON object
+}
+
+// RecordResult is the effect row and whether this call created it.
+type RecordResult struct {
+	Effect  reconcile.Effect
+	Created bool
+}
+
+// ConfirmParams confirms an effect after its external call.
+type ConfirmParams struct {
+	Key        string
+	ExternalID string
+	Response   json.RawMessage // optional
+}
+
+// AbandonParams closes an effect by decision.
+type AbandonParams struct {
+	Key string
+}
+
+// ClaimParams asks for the lease on an action key.
+type ClaimParams struct {
+	Key   string
+	Owner string        // who claims: host:pid:run, for people reading the table
+	TTL   time.Duration // the lease length; 0 means no deadline
+}
+
+// RenewParams extends a lease held under Fence.
+type RenewParams struct {
+	Key   string
+	Fence int64
+	TTL   time.Duration // 0 means no deadline
+}
+
+// SettleParams ends a claim held under Fence.
+type SettleParams struct {
+	Key     string
+	Fence   int64
+	Owner   string          // who settles, for the orphan report
+	Success bool            // true completes the claim, false fails it
+	Result  json.RawMessage // what the action made (ids), on success
+	Error   string          // why it failed, on failure
+}
+
+// StartRunParams starts a run.
+type StartRunParams struct {
+	ID   string
+	Args json.RawMessage
+}
+
+// FinishRunParams ends a run.
+type FinishRunParams struct {
+	ID     string
+	Status reconcile.RunStatus // succeeded or failed
+	Result json.RawMessage
+}

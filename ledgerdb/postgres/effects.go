@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at`
+
+func scanEffect(row pgx.Row) (*reconcile.Effect, error) {
+	var (
+		e         reconcile.Effect
+		status    string
+		extID     *string
+		req, resp []byte
+		confirmed *time.Time
+	)
+	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &e.CreatedAt, &confirmed); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, reconcile.ErrNotFound
+		}
+		return nil, err
+	}
+	e.Status = reconcile.Status(status)
+	if extID != nil {
+		e.ExternalID = *extID
+	}
+	e.Request = req
+	if resp != nil {
+		e.Response = resp
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	if confirmed != nil {
+		e.ConfirmedAt = confirmed.UTC()
+	}
+	return &e, nil
+}
+
+// RecordAttempt implements ledgerdb.Store.
+func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
+	req, err := ledgerdb.CanonicalJSON(p.Request)
+	if err != nil {
+		return nil, fmt.Errorf("effect %s: %w", p.Key, err)
+	}
+	e, err := scanEffect(s.pool.QueryRow(ctx, `
+		INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
+		VALUES ($1, $2, $3, $4, 'attempted', $5, $6)
+		ON CONFLICT (key) DO NOTHING
+		RETURNING `+effectCols,
+		p.Key, p.RunID, p.Step, p.Provider, string(req), s.now()))
+	if err == nil {
+		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
+	}
+	e, err = s.Effect(ctx, p.Key)
+	if err != nil {
+		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
+	}
+	return ledgerdb.SameAttempt(e, p, req)
+}
+
+// Confirm implements ledgerdb.Store.
+func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
+	var resp any // NULL when no response was given
+	if len(p.Response) > 0 {
+		resp = string(p.Response)
+	}
+	e, err := scanEffect(s.pool.QueryRow(ctx, `
+		UPDATE effect SET status = 'confirmed', external_id = $2, response = $3, confirmed_at = $4
+		WHERE key = $1 AND status = 'attempted'
+		RETURNING `+effectCols, p.Key, p.ExternalID, resp, s.now()))
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return e, err
+	}
+	cur, err := s.Effect(ctx, p.Key)
+	if err != nil {
+		return nil, err
+	}
+	return ledgerdb.AlreadyConfirmed(cur, p.ExternalID)
+}
+
+// Abandon implements ledgerdb.Store.
+func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
+	e, err := scanEffect(s.pool.QueryRow(ctx, `
+		UPDATE effect SET status = 'abandoned' WHERE key = $1 AND status = 'attempted'
+		RETURNING `+effectCols, p.Key))
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return e, err
+	}
+	cur, err := s.Effect(ctx, p.Key)
+	if err != nil {
+		return nil, err
+	}
+	return ledgerdb.AlreadyAbandoned(cur)
+}
+
+// Effect implements ledgerdb.Store.
+func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, error) {
+	return scanEffect(s.pool.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, key))
+}

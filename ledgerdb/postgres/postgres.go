@@ -1,0 +1,142 @@
+// Package postgres is the PostgreSQL driver of the ledger, on pgx/v5.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"reconcile/ledgerdb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+func migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return sub
+}
+
+// Store is the ledger on PostgreSQL.
+type Store struct {
+	pool  *pgxpool.Pool
+	now   func() time.Time
+	where string // the URL without its password, for messages
+}
+
+var _ ledgerdb.Store = (*Store)(nil)
+
+// Open connects to the ledger at url (postgres:// or postgresql://). A
+// search_path query parameter selects a schema. It checks nothing about the
+// schema: call CheckSchema or Migrate.
+func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) {
+	where := ledgerdb.Redact(url)
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: bad PostgreSQL URL: %w", where, err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ledger %s: cannot connect: %w", where, err)
+	}
+	return &Store{pool: pool, now: cfg.Clock(), where: where}, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// CheckSchema implements ledgerdb.Store.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	applied, err := applied(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", s.where, err)
+	}
+	return ledgerdb.Check(s.where, migrations(), applied)
+}
+
+// Migrate implements ledgerdb.Store. An advisory lock per schema makes two
+// processes that migrate at once take turns.
+func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
+	known, err := ledgerdb.LoadMigrations(migrations())
+	if err != nil {
+		return nil, err
+	}
+	var done []ledgerdb.Migration
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.reconcile.migrate'))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (
+			version    int PRIMARY KEY,
+			name       text NOT NULL,
+			checksum   text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		have, err := applied(ctx, tx)
+		if err != nil {
+			return err
+		}
+		pending, err := ledgerdb.Pending(known, have)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
+				m.Version, m.Name, m.Checksum); err != nil {
+				return err
+			}
+			done = append(done, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
+	}
+	return done, nil
+}
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migration') IS NOT NULL`).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, `SELECT version, checksum FROM schema_migration ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.Applied, error) {
+		var a ledgerdb.Applied
+		err := r.Scan(&a.Version, &a.Checksum)
+		return a, err
+	})
+}

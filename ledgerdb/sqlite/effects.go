@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at`
+
+func scanEffect(row *sql.Row) (*reconcile.Effect, error) {
+	var (
+		e                  reconcile.Effect
+		status, req        string
+		extID, resp        sql.NullString
+		created, confirmed sql.NullString
+	)
+	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &created, &confirmed); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, reconcile.ErrNotFound
+		}
+		return nil, err
+	}
+	e.Status = reconcile.Status(status)
+	e.ExternalID = extID.String
+	e.Request = []byte(req)
+	e.Response = rawJSON(resp)
+	var err error
+	if e.CreatedAt, err = parseTS(created); err != nil {
+		return nil, err
+	}
+	if e.ConfirmedAt, err = parseTS(confirmed); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// RecordAttempt implements ledgerdb.Store.
+func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
+	req, err := ledgerdb.CanonicalJSON(p.Request)
+	if err != nil {
+		return nil, fmt.Errorf("effect %s: %w", p.Key, err)
+	}
+	var res *ledgerdb.RecordResult
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		e, err := scanEffect(tx.QueryRowContext(ctx, `
+			INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
+			VALUES (?, ?, ?, ?, 'attempted', ?, ?)
+			ON CONFLICT (key) DO NOTHING
+			RETURNING `+effectCols,
+			p.Key, p.RunID, p.Step, p.Provider, string(req), ts(s.now())))
+		if err == nil {
+			res = &ledgerdb.RecordResult{Effect: *e, Created: true}
+			return nil
+		}
+		if !errors.Is(err, reconcile.ErrNotFound) {
+			return err
+		}
+		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+			return err
+		}
+		res, err = ledgerdb.SameAttempt(e, p, req)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
+	}
+	return res, nil
+}
+
+// Confirm implements ledgerdb.Store.
+func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
+	var out *reconcile.Effect
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		e, err := scanEffect(tx.QueryRowContext(ctx, `
+			UPDATE effect SET status = 'confirmed', external_id = ?, response = ?, confirmed_at = ?
+			WHERE key = ? AND status = 'attempted'
+			RETURNING `+effectCols, p.ExternalID, nullJSON(p.Response), ts(s.now()), p.Key))
+		if !errors.Is(err, reconcile.ErrNotFound) {
+			out = e
+			return err
+		}
+		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+			return err
+		}
+		out, err = ledgerdb.AlreadyConfirmed(e, p.ExternalID)
+		return err
+	})
+	return out, err
+}
+
+// Abandon implements ledgerdb.Store.
+func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
+	var out *reconcile.Effect
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		e, err := scanEffect(tx.QueryRowContext(ctx, `
+			UPDATE effect SET status = 'abandoned' WHERE key = ? AND status = 'attempted'
+			RETURNING `+effectCols, p.Key))
+		if !errors.Is(err, reconcile.ErrNotFound) {
+			out = e
+			return err
+		}
+		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+			return err
+		}
+		out, err = ledgerdb.AlreadyAbandoned(e)
+		return err
+	})
+	return out, err
+}
+
+// Effect implements ledgerdb.Store.
+func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, error) {
+	return scanEffect(s.db.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, key))
+}

@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+const runCols = `id, status, args, result, started_at, finished_at`
+
+func scanRun(row *sql.Row) (*reconcile.Run, error) {
+	var (
+		r                          reconcile.Run
+		status                     string
+		args, result, started, fin sql.NullString
+	)
+	if err := row.Scan(&r.ID, &status, &args, &result, &started, &fin); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, reconcile.ErrNotFound
+		}
+		return nil, err
+	}
+	r.Status = reconcile.RunStatus(status)
+	r.Args, r.Result = rawJSON(args), rawJSON(result)
+	var err error
+	if r.StartedAt, err = parseTS(started); err != nil {
+		return nil, err
+	}
+	if r.FinishedAt, err = parseTS(fin); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// StartRun implements ledgerdb.Store.
+func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `
+		INSERT INTO run (id, status, args, started_at) VALUES (?, 'running', ?, ?)
+		RETURNING `+runCols, p.ID, nullJSON(p.Args), ts(s.now())))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: start: %w", p.ID, err)
+	}
+	return r, nil
+}
+
+// FinishRun implements ledgerdb.Store.
+func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `
+		UPDATE run SET status = ?, result = ?, finished_at = ? WHERE id = ? AND status = 'running'
+		RETURNING `+runCols, string(p.Status), nullJSON(p.Result), ts(s.now()), p.ID))
+	if errors.Is(err, reconcile.ErrNotFound) {
+		if _, gerr := s.Run(ctx, p.ID); gerr != nil {
+			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
+		}
+		return nil, fmt.Errorf("run %s: finish: %w: it is not running", p.ID, reconcile.ErrInvalidTransition)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: finish: %w", p.ID, err)
+	}
+	return r, nil
+}
+
+// Run implements ledgerdb.Store.
+func (s *Store) Run(ctx context.Context, id string) (*reconcile.Run, error) {
+	return scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM run WHERE id = ?`, id))
+}

@@ -1,0 +1,211 @@
+// Package sqlite is the embedded SQLite driver of the ledger, on
+// modernc.org/sqlite (pure Go, no cgo): one file, WAL, foreign keys on, a
+// busy timeout, and every write transaction BEGIN IMMEDIATE so that writers
+// in several processes take turns instead of failing.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"reconcile/ledgerdb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+func migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	return sub
+}
+
+// timeFormat is fixed-width, so that comparing the text compares the times,
+// and the same as SQLite's own strftime('%Y-%m-%dT%H:%M:%fZ').
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+// Store is the ledger in a SQLite file.
+type Store struct {
+	db    *sql.DB
+	now   func() time.Time
+	where string
+}
+
+var _ ledgerdb.Store = (*Store)(nil)
+
+// Open opens (creating it and its directory if needed) the ledger file at
+// path. It checks nothing about the schema: call CheckSchema or Migrate.
+func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error) {
+	where := "sqlite:" + path
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", where, err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", where, err)
+	}
+	// One connection: one writer in this process, and no reader that could
+	// hold an old snapshot while we write.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: cannot open: %w", where, err)
+	}
+	return &Store{db: db, now: cfg.Clock(), where: where}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// CheckSchema implements ledgerdb.Store.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	applied, err := applied(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", s.where, err)
+	}
+	return ledgerdb.Check(s.where, migrations(), applied)
+}
+
+// Migrate implements ledgerdb.Store. BEGIN IMMEDIATE makes two processes
+// that migrate at once take turns.
+func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
+	known, err := ledgerdb.LoadMigrations(migrations())
+	if err != nil {
+		return nil, err
+	}
+	var done []ledgerdb.Migration
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			checksum   TEXT NOT NULL,
+			applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`); err != nil {
+			return err
+		}
+		have, err := applied(ctx, tx)
+		if err != nil {
+			return err
+		}
+		pending, err := ledgerdb.Pending(known, have)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
+				m.Version, m.Name, m.Checksum); err != nil {
+				return err
+			}
+			done = append(done, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
+	}
+	return done, nil
+}
+
+// querier is what a *sql.DB and a *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migration'`).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT version, checksum FROM schema_migration ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledgerdb.Applied
+	for rows.Next() {
+		var a ledgerdb.Applied
+		if err := rows.Scan(&a.Version, &a.Checksum); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE, from _txlock).
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// ts writes a time in the fixed-width UTC format.
+func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// nullTS writes a time, or NULL for the zero time.
+func nullTS(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return ts(t)
+}
+
+// parseTS reads a time written by ts, or the zero time for NULL.
+func parseTS(s sql.NullString) (time.Time, error) {
+	if !s.Valid {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s.String)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bad timestamp %q in ledger: %w", s.String, err)
+	}
+	return t.UTC(), nil
+}
+
+// nullJSON passes a JSON document as text, and an empty one as NULL.
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// rawJSON reads a nullable JSON column.
+func rawJSON(s sql.NullString) []byte {
+	if !s.Valid {
+		return nil
+	}
+	return []byte(s.String)
+}
