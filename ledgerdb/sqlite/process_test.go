@@ -40,8 +40,8 @@ func TestMain(m *testing.M) {
 
 // childSpec is what a child process is told to do.
 type childSpec struct {
-	Path    string    // the ledger file
-	Op      string    // "claim" (Workers claims at once, after stdin closes) or "settle"
+	Path    string // the ledger file
+	Op      string // "claim" (Workers claims at once, after stdin closes) or "settle"
 	Key     string
 	Workers int
 	Fence   int64
