@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,7 +51,8 @@ func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) 
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("ledger %s: cannot connect: %w", where, err)
+		// pgx lists every address it tried on lines of their own; keep one line.
+		return nil, fmt.Errorf("ledger %s: cannot connect: %s", where, strings.Join(strings.Fields(err.Error()), " "))
 	}
 	return &Store{pool: pool, now: cfg.Clock(), where: where}, nil
 }

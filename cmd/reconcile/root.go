@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses, as DESIGN section 8 fixes them.
+const (
+	exitOK      = 0 // reconciled, nothing needs a person
+	exitFailure = 1 // any other failure
+	exitUsage   = 2 // usage or unreadable input; nothing changed
+	exitPerson  = 3 // reconciled, and something needs a person
+)
+
+// exitError carries an exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// app is what every command shares: the output streams and global flags.
+type app struct {
+	stdout, stderr io.Writer
+	log            *slog.Logger
+	logFormat      string
+	logLevel       string
+	ledgerURL      string
+}
+
+// Main runs the command line args and returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "reconcile: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+// usageArgs makes a positional-argument check's error a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+		}
+		return nil
+	}
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Prove every recorded side effect happened exactly once at the provider, and repair it when not",
+		Long: `reconcile matches the effect ledger (what the application intended) against the providers'
+own account (settlement files, reports, webhook dumps) and classifies every effect: confirmed,
+duplicated (compensate the extras), missing (redeliver under the original key), or in doubt
+(page a human).
+
+Environment:
+  RECONCILE_LEDGER   ledger URL when --ledger is not given (postgres://..., sqlite:PATH)`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError("unknown command %q: see `reconcile help`", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setupLogging()
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.AddCommand(a.migrateCommand(), a.demoCommand(), a.versionCommand())
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+	})
+	return root
+}
+
+func (a *app) setupLogging() error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return usageError("--log-level %q: want debug, info, warn or error", a.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch a.logFormat {
+	case "text":
+		a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+	case "json":
+		a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+	default:
+		return usageError("--log-format %q: want text or json", a.logFormat)
+	}
+	return nil
+}
+
+// addLedgerFlag adds --ledger, falling back to RECONCILE_LEDGER.
+func (a *app) addLedgerFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.ledgerURL, "ledger", os.Getenv("RECONCILE_LEDGER"),
+		"ledger URL: postgres://..., postgresql://..., sqlite:PATH or a file path (env RECONCILE_LEDGER; default the embedded SQLite file)")
+}

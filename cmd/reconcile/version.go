@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of reconcile",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			v := "(devel)"
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				v = bi.Main.Version
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+						v += " " + s.Value[:12]
+					}
+				}
+			}
+			fmt.Fprintf(a.stdout, "reconcile %s\n", v)
+			return nil
+		},
+	}
+}

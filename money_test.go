@@ -1,0 +1,168 @@
+package reconcile
+
+import (
+	"math"
+	"testing"
+)
+
+func TestParseMinor(t *testing.T) {
+	tests := []struct {
+		in   string
+		exp  int
+		sep  byte
+		want int64
+	}{
+		{"25", 2, '.', 2500},
+		{"-0.5", 2, '.', -50},
+		{"0.95", 2, '.', 95},
+		{"+14200.00", 2, '.', 1420000},
+		{" 1,234.56 ", 2, '.', 123456},
+		{"1.250,00", 2, ',', 125000},
+		{"-1.250,5", 2, ',', -125050},
+		{"1000", 0, '.', 1000},
+		{"1000.00", 0, '.', 1000}, // trailing zeros are exact
+		{"1.234", 3, '.', 1234},
+		{"12.5", 3, '.', 12500},
+		{".5", 2, '.', 50},
+		{"9223372036854775807", 0, '.', math.MaxInt64},
+	}
+	for _, tc := range tests {
+		got, err := ParseMinor(tc.in, tc.exp, tc.sep)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseMinor(%q, %d, %q) = %d, %v; want %d", tc.in, tc.exp, tc.sep, got, err, tc.want)
+		}
+	}
+}
+
+func TestParseMinorRejects(t *testing.T) {
+	tests := []struct {
+		in  string
+		exp int
+		sep byte
+	}{
+		{"", 2, '.'},
+		{"abc", 2, '.'},
+		{"1.8137E+15", 2, '.'},
+		{"1e3", 2, '.'},
+		{"12.345", 2, '.'}, // more decimals than EUR allows
+		{"100.5", 0, '.'},  // JPY has none
+		{"12.", 2, '.'},
+		{"1,23.00", 2, '.'},
+		{"1,2345.00", 2, '.'},
+		{",123.00", 2, '.'},
+		{"1.2.3", 2, '.'},
+		{"--5", 2, '.'},
+		{"5-", 2, '.'},
+		{"9223372036854775808", 0, '.'},
+		{"92233720368547758.08", 2, '.'},
+		{"1 000", 2, '.'},
+		{"NaN", 2, '.'},
+	}
+	for _, tc := range tests {
+		if got, err := ParseMinor(tc.in, tc.exp, tc.sep); err == nil {
+			t.Errorf("ParseMinor(%q, %d, %q) = %d, want an error", tc.in, tc.exp, tc.sep, got)
+		}
+	}
+}
+
+func FuzzParseMinor(f *testing.F) {
+	for _, s := range []string{"25", "-0.5", "1,234.56", "1.250,00", "1.8137E+15", "0.001"} {
+		f.Add(s, 2, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, exp int, dot bool) {
+		if exp < 0 || exp > 4 {
+			return
+		}
+		sep := byte('.')
+		if !dot {
+			sep = ','
+		}
+		v, err := ParseMinor(s, exp, sep)
+		if err != nil {
+			return
+		}
+		// What parsed must print back to a string that parses to the same value.
+		back, err := ParseMinor(FormatMinor(v, exp), exp, '.')
+		if err != nil || back != v {
+			t.Errorf("ParseMinor(%q) = %d, but its formatted form %q parses to %d, %v", s, v, FormatMinor(v, exp), back, err)
+		}
+	})
+}
+
+func TestExponent(t *testing.T) {
+	tests := []struct {
+		provider, cur string
+		want          int
+	}{
+		{"stripe", "EUR", 2},
+		{"stripe", "JPY", 0},
+		{"stripe", "KRW", 0},
+		{"stripe", "VND", 0},
+		{"stripe", "KWD", 3},
+		{"stripe", "ISK", 2}, // two-decimal in Stripe's API, zero in ISO
+		{"stripe", "HUF", 2},
+		{"adyen", "CLP", 2}, // Adyen differs from ISO
+		{"adyen", "CVE", 0},
+		{"adyen", "JPY", 0},
+		{"adyen", "KWD", 3},
+		{"paypal", "HUF", 0},
+		{"paypal", "TWD", 0},
+		{"bank", "EUR", 2},
+		{"bank", "JPY", 0},
+		{"bank", "BHD", 3},
+		{"bank", "ISK", 0},
+	}
+	for _, tc := range tests {
+		got, err := Exponent(tc.provider, tc.cur)
+		if err != nil || got != tc.want {
+			t.Errorf("Exponent(%s, %s) = %d, %v; want %d", tc.provider, tc.cur, got, err, tc.want)
+		}
+	}
+	if _, err := Exponent("stripe", "ZZZ"); err == nil {
+		t.Errorf("Exponent(stripe, ZZZ) succeeded, want an error")
+	}
+}
+
+func TestNormalizeCurrency(t *testing.T) {
+	for in, want := range map[string]string{"eur": "EUR", " Jpy ": "JPY", "KWD": "KWD"} {
+		if got, err := NormalizeCurrency(in); err != nil || got != want {
+			t.Errorf("NormalizeCurrency(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "  ", "EURO", "E", "ZZZ", "XXX", "€"} {
+		if got, err := NormalizeCurrency(in); err == nil {
+			t.Errorf("NormalizeCurrency(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestFormatMinor(t *testing.T) {
+	tests := []struct {
+		minor int64
+		exp   int
+		want  string
+	}{
+		{1420000, 2, "14200.00"},
+		{-50, 2, "-0.50"},
+		{5, 3, "0.005"},
+		{1000, 0, "1000"},
+		{math.MinInt64, 2, "-92233720368547758.08"},
+	}
+	for _, tc := range tests {
+		if got := FormatMinor(tc.minor, tc.exp); got != tc.want {
+			t.Errorf("FormatMinor(%d, %d) = %q, want %q", tc.minor, tc.exp, got, tc.want)
+		}
+	}
+	if got := (Money{Minor: -1420, Currency: "EUR"}).String(); got != "-14.20 EUR" {
+		t.Errorf("Money.String() = %q", got)
+	}
+}
+
+func TestEffectKey(t *testing.T) {
+	if got := EffectKey("run_8f3c1a", "charge", 0); got != "run_8f3c1a:charge:0" {
+		t.Errorf("EffectKey = %q, want run_8f3c1a:charge:0", got)
+	}
+	if EffectKey("r", "charge", 1) == EffectKey("r", "charge", 0) {
+		t.Errorf("EffectKey ignores seq")
+	}
+}
