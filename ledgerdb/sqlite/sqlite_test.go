@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,4 +31,31 @@ func TestLedger(t *testing.T) {
 		}
 		return s, func() ledgerdb.Store { return open(t, path, now) }
 	})
+}
+
+// Four handles migrate one new file at once: all succeed, and the
+// migrations are applied once.
+func TestConcurrentMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied int
+	)
+	for range 4 {
+		s := open(t, path, time.Now)
+		wg.Go(func() {
+			ms, err := s.Migrate(context.Background())
+			if err != nil {
+				t.Errorf("Migrate: %v", err)
+			}
+			mu.Lock()
+			applied += len(ms)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if applied != 1 {
+		t.Errorf("4 concurrent migrations applied %d migrations in all, want 1", applied)
+	}
 }
