@@ -48,6 +48,21 @@ type Store interface {
 	// Orphans lists every orphan recorded, oldest first.
 	Orphans(ctx context.Context) ([]reconcile.Orphan, error)
 
+	// SourceSeen reports whether content with this hash, or an S3 object
+	// with this ETag, is in the manifest already. Empty arguments match
+	// nothing.
+	SourceSeen(ctx context.Context, hash, etag string) (bool, error)
+	// IngestSource writes one source in one transaction. fill streams the
+	// source's evidence and rejected rows into the writer it is given and
+	// returns the source's account; the manifest entry is completed last.
+	// Content already in the manifest (the same hash) writes nothing and
+	// returns Duplicate. An error from fill rolls everything back.
+	IngestSource(ctx context.Context, p *IngestParams, fill func(w SourceWriter) (*SourceRecord, error)) (*IngestResult, error)
+	// Sources lists the manifest, oldest first.
+	Sources(ctx context.Context) ([]SourceRecord, error)
+	// SourceRows returns what IngestSource wrote for a source, in order.
+	SourceRows(ctx context.Context, sourceID int64) (*SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error)
+
 	// StartRun records a run as running.
 	StartRun(ctx context.Context, p *StartRunParams) (*reconcile.Run, error)
 	// FinishRun records how a running run ended.

@@ -66,6 +66,10 @@ func Exercise(t *testing.T, open Opener) {
 		{"FailedClaimIsClaimableAgain", testFailedReclaim},
 		{"FencesStrictlyIncrease", testFencesIncrease},
 		{"RunsStartAndFinishOnce", testRuns},
+		{"IngestWritesRowsAndManifest", testIngestWritesRowsAndManifest},
+		{"IngestSameContentTwiceAddsNothing", testIngestSameContentTwiceAddsNothing},
+		{"IngestFailureRollsBackEverything", testIngestFailureRollsBackEverything},
+		{"ConcurrentIngestOfOneSourceWritesItOnce", testConcurrentIngestOnce},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

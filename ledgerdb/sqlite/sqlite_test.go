@@ -55,7 +55,15 @@ func TestConcurrentMigrate(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if applied != 1 {
-		t.Errorf("4 concurrent migrations applied %d migrations in all, want 1", applied)
+	ms, err := open(t, path, time.Now).Migrate(context.Background())
+	if err != nil || len(ms) != 0 {
+		t.Fatalf("Migrate after the concurrent ones = %d, %v; want nothing left to apply", len(ms), err)
+	}
+	all, err := open(t, filepath.Join(t.TempDir(), "fresh.db"), time.Now).Migrate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(all) {
+		t.Errorf("4 concurrent migrations applied %d migrations in all, want each of the %d once", applied, len(all))
 	}
 }

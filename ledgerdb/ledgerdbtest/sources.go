@@ -1,0 +1,163 @@
+package ledgerdbtest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+func sampleEvidence(i int) *reconcile.Evidence {
+	return &reconcile.Evidence{
+		Provider: "stripe", TxID: fmt.Sprintf("ch_%d", i), Kind: reconcile.KindCharge, RawKind: "charge",
+		Amount: reconcile.Money{Minor: int64(1000 + i), Currency: "EUR"}, Fee: 30,
+		Time:      time.Date(2026, 11, 1, 10, 0, i%60, 0, time.UTC),
+		EffectKey: fmt.Sprintf("run_1:charge:%d", i), PaymentIntent: fmt.Sprintf("pi_%d", i),
+		Metadata: map[string]string{"payment_metadata[effect_key]": fmt.Sprintf("run_1:charge:%d", i)},
+		URI:      "s.csv", Line: i + 2, Raw: fmt.Sprintf("ch_%d,10.00,eur", i),
+	}
+}
+
+// ingest writes a source whose content hash is hash, with n evidence
+// records and the given rejected rows, and fails with failAfter's error
+// after that many records when failAfter > 0.
+func (e *env) ingest(store ledgerdb.Store, hash string, n int, rejected []reconcile.Rejected, failAfter int) (*ledgerdb.IngestResult, error) {
+	return store.IngestSource(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", ETag: "etag-" + hash, RunID: "run_x"},
+		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			for i := range n {
+				if failAfter > 0 && i == failAfter {
+					return nil, errors.New("truncated gzip")
+				}
+				if err := w.Evidence(sampleEvidence(i)); err != nil {
+					return nil, err
+				}
+			}
+			for i := range rejected {
+				if err := w.Reject(&rejected[i]); err != nil {
+					return nil, err
+				}
+			}
+			return &ledgerdb.SourceRecord{Format: "stripe-itemized", Hash: hash, Bytes: 123, Rows: n + len(rejected) + 1,
+				Evidence: n, Rejected: len(rejected), Ignored: 1}, nil
+		})
+}
+
+func (e *env) sources() []ledgerdb.SourceRecord {
+	e.t.Helper()
+	got, err := e.store.Sources(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
+}
+
+func testIngestWritesRowsAndManifest(e *env) {
+	rejected := []reconcile.Rejected{
+		{URI: "s.csv", Line: 9, Reason: "amount \"12.345\" has more decimals than the currency allows (2)", Raw: "ch_9,12.345,eur"},
+		{URI: "s.csv", Line: 9, Reason: "same line, same reason", Raw: "ch_9,12.345,eur"}, // two malformed rows never merge
+		{URI: "s.csv", Line: 10, Reason: "same line, same reason", Raw: "ch_9,12.345,eur"},
+	}
+	res, err := e.ingest(e.store, "h1", 3, rejected, 0)
+	if err != nil || res.Duplicate || res.SourceID == 0 {
+		e.t.Fatalf("IngestSource = %+v, %v", res, err)
+	}
+	rec, ev, rej, err := e.store.SourceRows(e.ctx, res.SourceID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	wantRec := ledgerdb.SourceRecord{ID: res.SourceID, URI: "s.csv", ETag: "etag-h1", Format: "stripe-itemized", Hash: "h1", Bytes: 123,
+		Rows: 7, Evidence: 3, Rejected: 3, Ignored: 1, RunID: "run_x"}
+	if diff := cmp.Diff(wantRec, *rec); diff != "" {
+		e.t.Errorf("manifest entry (-want +got):\n%s", diff)
+	}
+	var wantEv []reconcile.Evidence
+	for i := range 3 {
+		x := *sampleEvidence(i)
+		x.SourceHash = "h1"
+		wantEv = append(wantEv, x)
+	}
+	if diff := cmp.Diff(wantEv, ev); diff != "" {
+		e.t.Errorf("evidence (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(rejected, rej); diff != "" {
+		e.t.Errorf("rejected rows (-want +got):\n%s", diff)
+	}
+	for _, q := range [][2]string{{"h1", ""}, {"", "etag-h1"}, {"h1", "other"}} {
+		if seen, err := e.store.SourceSeen(e.ctx, q[0], q[1]); err != nil || !seen {
+			e.t.Errorf("SourceSeen(%q, %q) = %v, %v; want true", q[0], q[1], seen, err)
+		}
+	}
+	for _, q := range [][2]string{{"h2", ""}, {"", ""}, {"", "etag-h2"}} {
+		if seen, err := e.store.SourceSeen(e.ctx, q[0], q[1]); err != nil || seen {
+			e.t.Errorf("SourceSeen(%q, %q) = %v, %v; want false", q[0], q[1], seen, err)
+		}
+	}
+}
+
+func testIngestSameContentTwiceAddsNothing(e *env) {
+	if _, err := e.ingest(e.store, "h1", 2, nil, 0); err != nil {
+		e.t.Fatal(err)
+	}
+	res, err := e.ingest(e.store, "h1", 2, nil, 0)
+	if err != nil || !res.Duplicate {
+		e.t.Fatalf("second IngestSource of the same content = %+v, %v; want a duplicate", res, err)
+	}
+	got := e.sources()
+	if len(got) != 1 {
+		e.t.Fatalf("manifest has %d sources, want 1", len(got))
+	}
+	if _, ev, _, err := e.store.SourceRows(e.ctx, got[0].ID); err != nil || len(ev) != 2 {
+		e.t.Errorf("evidence after the duplicate = %d rows, %v; want 2", len(ev), err)
+	}
+}
+
+// An input that turns out unreadable halfway (after some batches were
+// written) leaves nothing behind.
+func testIngestFailureRollsBackEverything(e *env) {
+	_, err := e.ingest(e.store, "h1", 12000, nil, 11000)
+	if err == nil {
+		e.t.Fatalf("IngestSource with a failing fill succeeded")
+	}
+	if got := e.sources(); len(got) != 0 {
+		e.t.Errorf("manifest after a failed ingest = %+v, want empty", got)
+	}
+	if seen, _ := e.store.SourceSeen(e.ctx, "h1", "etag-h1"); seen {
+		e.t.Errorf("a failed ingest left its content marked as seen")
+	}
+	if res, err := e.ingest(e.store, "h1", 10, nil, 0); err != nil || res.Duplicate {
+		e.t.Errorf("ingest after the failed one = %+v, %v; want it written", res, err)
+	}
+}
+
+// Two processes ingest the same content at once: one writes it, the other
+// is told it is a duplicate.
+func testConcurrentIngestOnce(e *env) {
+	stores := []ledgerdb.Store{e.store, e.another()}
+	var wg sync.WaitGroup
+	results := make([]*ledgerdb.IngestResult, 2)
+	for i, s := range stores {
+		wg.Go(func() {
+			r, err := e.ingest(s, "h1", 6000, nil, 0)
+			if err != nil {
+				e.t.Errorf("ingest %d: %v", i, err)
+				return
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	if results[0] == nil || results[1] == nil {
+		return
+	}
+	if results[0].Duplicate == results[1].Duplicate {
+		e.t.Errorf("concurrent ingests: duplicates %v and %v, want exactly one written", results[0].Duplicate, results[1].Duplicate)
+	}
+	if got := e.sources(); len(got) != 1 || got[0].Evidence != 6000 {
+		e.t.Errorf("manifest = %+v, want one source with 6000 evidence", got)
+	}
+}

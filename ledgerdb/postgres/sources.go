@@ -1,0 +1,164 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// SourceSeen implements ledgerdb.Store.
+func (s *Store) SourceSeen(ctx context.Context, hash, etag string) (bool, error) {
+	var seen bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE (hash = $1 AND $1 <> '') OR (etag = $2 AND $2 <> ''))`,
+		hash, etag).Scan(&seen)
+	return seen, err
+}
+
+var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id", "kind", "raw_kind", "amount_minor", "currency",
+	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id",
+	"description", "metadata", "raw"}
+
+// IngestSource implements ledgerdb.Store: the rows go in with COPY, in
+// batches, inside one transaction; the manifest's hash is set last, so a
+// concurrent ingest of the same content fails on the unique hash and rolls
+// back whole.
+func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
+	res := &ledgerdb.IngestResult{}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES ($1, nullif($2, ''), nullif($3, ''), $4) RETURNING id`,
+			p.URI, p.ETag, p.RunID, s.now()).Scan(&res.SourceID); err != nil {
+			return err
+		}
+		id := res.SourceID
+		b := ledgerdb.NewBatcher(
+			func(rows []ledgerdb.SeqEvidence) error {
+				_, err := tx.CopyFrom(ctx, pgx.Identifier{"evidence"}, evidenceCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+					r, e := rows[i], rows[i].Evidence
+					var md any
+					if r.Metadata != nil {
+						md = string(r.Metadata)
+					}
+					return []any{id, r.Seq, e.Line, e.Provider, e.TxID, string(e.Kind), e.RawKind, e.Amount.Minor, e.Amount.Currency,
+						e.Fee, nullTime(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent, e.ParentTxID,
+						e.Description, md, e.Raw}, nil
+				}))
+				return err
+			},
+			func(rows []ledgerdb.SeqRejected) error {
+				_, err := tx.CopyFrom(ctx, pgx.Identifier{"rejected_row"}, []string{"source_id", "seq", "line", "reason", "raw"},
+					pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+						r := rows[i].Rejected
+						return []any{id, rows[i].Seq, r.Line, r.Reason, r.Raw}, nil
+					}))
+				return err
+			})
+		rec, err := fill(b)
+		if err != nil {
+			return err
+		}
+		if err := b.Flush(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE source SET hash = $2, format = $3, bytes = $4, row_count = $5, evidence_count = $6,
+			rejected_count = $7, ignored_count = $8 WHERE id = $1`,
+			id, rec.Hash, rec.Format, rec.Bytes, rec.Rows, rec.Evidence, rec.Rejected, rec.Ignored)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: this content is in already
+			res.Duplicate = true
+			return errDuplicate
+		}
+		return err
+	})
+	if errors.Is(err, errDuplicate) {
+		return &ledgerdb.IngestResult{Duplicate: true}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest %s: %w", p.URI, err)
+	}
+	return res, nil
+}
+
+// errDuplicate rolls back the ingest of content that is in already.
+var errDuplicate = errors.New("duplicate source")
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+const sourceCols = `id, uri, coalesce(etag, ''), format, coalesce(hash, ''), bytes, row_count, evidence_count, rejected_count, ignored_count, coalesce(run_id, '')`
+
+func scanSource(row pgx.Row) (ledgerdb.SourceRecord, error) {
+	var r ledgerdb.SourceRecord
+	err := row.Scan(&r.ID, &r.URI, &r.ETag, &r.Format, &r.Hash, &r.Bytes, &r.Rows, &r.Evidence, &r.Rejected, &r.Ignored, &r.RunID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, reconcile.ErrNotFound
+	}
+	return r, err
+}
+
+// Sources implements ledgerdb.Store.
+func (s *Store) Sources(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+sourceCols+` FROM source ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.SourceRecord, error) { return scanSource(r) })
+}
+
+// SourceRows implements ledgerdb.Store.
+func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
+	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
+		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw
+		FROM evidence WHERE source_id = $1 ORDER BY seq`, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	evidence, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Evidence, error) {
+		var (
+			e    reconcile.Evidence
+			kind string
+			at   *time.Time
+			md   []byte
+		)
+		err := r.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
+			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw)
+		e.Kind, e.URI, e.SourceHash = reconcile.Kind(kind), rec.URI, rec.Hash
+		if at != nil {
+			e.Time = at.UTC()
+		}
+		if md != nil {
+			if err := json.Unmarshal(md, &e.Metadata); err != nil {
+				return e, err
+			}
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rows, err = s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq`, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rejected, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Rejected, error) {
+		x := reconcile.Rejected{URI: rec.URI}
+		err := r.Scan(&x.Line, &x.Reason, &x.Raw)
+		return x, err
+	})
+	return &rec, evidence, rejected, err
+}

@@ -1,0 +1,181 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// SourceSeen implements ledgerdb.Store.
+func (s *Store) SourceSeen(ctx context.Context, hash, etag string) (bool, error) {
+	var seen bool
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE (hash = ?1 AND ?1 <> '') OR (etag = ?2 AND ?2 <> ''))`,
+		hash, etag).Scan(&seen)
+	return seen, err
+}
+
+// IngestSource implements ledgerdb.Store: batched inserts through prepared
+// statements inside one write transaction; the manifest's hash is set last.
+func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
+	res := &ledgerdb.IngestResult{}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES (?, nullif(?, ''), nullif(?, ''), ?) RETURNING id`,
+			p.URI, p.ETag, p.RunID, ts(s.now())).Scan(&res.SourceID); err != nil {
+			return err
+		}
+		insEv, err := tx.PrepareContext(ctx, `INSERT INTO evidence (source_id, seq, line, provider, tx_id, kind, raw_kind, amount_minor,
+			currency, fee_minor, occurred_at, pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description,
+			metadata, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insEv.Close()
+		insRej, err := tx.PrepareContext(ctx, `INSERT INTO rejected_row (source_id, seq, line, reason, raw) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insRej.Close()
+		id := res.SourceID
+		b := ledgerdb.NewBatcher(
+			func(rows []ledgerdb.SeqEvidence) error {
+				for _, r := range rows {
+					e := r.Evidence
+					if _, err := insEv.ExecContext(ctx, id, r.Seq, e.Line, e.Provider, e.TxID, string(e.Kind), e.RawKind, e.Amount.Minor,
+						e.Amount.Currency, e.Fee, nullTS(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent,
+						e.ParentTxID, e.Description, nullJSON(r.Metadata), e.Raw); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			func(rows []ledgerdb.SeqRejected) error {
+				for _, r := range rows {
+					if _, err := insRej.ExecContext(ctx, id, r.Seq, r.Rejected.Line, r.Rejected.Reason, r.Rejected.Raw); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		rec, err := fill(b)
+		if err != nil {
+			return err
+		}
+		if err := b.Flush(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE source SET hash = ?, format = ?, bytes = ?, row_count = ?, evidence_count = ?,
+			rejected_count = ?, ignored_count = ? WHERE id = ?`,
+			rec.Hash, rec.Format, rec.Bytes, rec.Rows, rec.Evidence, rec.Rejected, rec.Ignored, id)
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+			return errDuplicate
+		}
+		return err
+	})
+	if errors.Is(err, errDuplicate) {
+		return &ledgerdb.IngestResult{Duplicate: true}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest %s: %w", p.URI, err)
+	}
+	return res, nil
+}
+
+// errDuplicate rolls back the ingest of content that is in already.
+var errDuplicate = errors.New("duplicate source")
+
+const sourceCols = `id, uri, coalesce(etag, ''), format, coalesce(hash, ''), bytes, row_count, evidence_count, rejected_count, ignored_count, coalesce(run_id, '')`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSource(row scanner) (ledgerdb.SourceRecord, error) {
+	var r ledgerdb.SourceRecord
+	err := row.Scan(&r.ID, &r.URI, &r.ETag, &r.Format, &r.Hash, &r.Bytes, &r.Rows, &r.Evidence, &r.Rejected, &r.Ignored, &r.RunID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, reconcile.ErrNotFound
+	}
+	return r, err
+}
+
+// Sources implements ledgerdb.Store.
+func (s *Store) Sources(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceCols+` FROM source ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledgerdb.SourceRecord
+	for rows.Next() {
+		r, err := scanSource(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// SourceRows implements ledgerdb.Store.
+func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
+	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
+		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw
+		FROM evidence WHERE source_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var evidence []reconcile.Evidence
+	for rows.Next() {
+		var (
+			e      reconcile.Evidence
+			kind   string
+			at, md sql.NullString
+		)
+		if err := rows.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
+			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw); err != nil {
+			rows.Close()
+			return nil, nil, nil, err
+		}
+		e.Kind, e.URI, e.SourceHash = reconcile.Kind(kind), rec.URI, rec.Hash
+		if e.Time, err = parseTS(at); err != nil {
+			rows.Close()
+			return nil, nil, nil, err
+		}
+		if md.Valid {
+			if err := json.Unmarshal([]byte(md.String), &e.Metadata); err != nil {
+				rows.Close()
+				return nil, nil, nil, err
+			}
+		}
+		evidence = append(evidence, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	rrows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer rrows.Close()
+	var rejected []reconcile.Rejected
+	for rrows.Next() {
+		x := reconcile.Rejected{URI: rec.URI}
+		if err := rrows.Scan(&x.Line, &x.Reason, &x.Raw); err != nil {
+			return nil, nil, nil, err
+		}
+		rejected = append(rejected, x)
+	}
+	return &rec, evidence, rejected, rrows.Err()
+}
