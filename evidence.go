@@ -67,11 +67,12 @@ type Rejected struct {
 }
 
 // RowSink receives the outcome of every row a parser reads: evidence, a
-// rejection or an ignored row with its reason, so that rows read always equal
-// the rows with evidence + rejected + ignored. A row that describes several
-// transactions (a webhook event that carries several refunds) gives several
-// evidence records with the same Line; rows are counted by line. A parser
-// stops and returns the sink's error when a method fails.
+// rejection or an ignored row with its reason. Callers count the calls, so
+// rows read = evidence + rejected + ignored; a webhook event that carries
+// several refunds gives several evidence records (each with the event's
+// Line) and counts as that many rows. Lines need not be unique: every entry
+// of a one-line JSON array or XML file is on line 1. A parser stops and
+// returns the sink's error when a method fails.
 type RowSink interface {
 	Evidence(e *Evidence) error
 	Reject(line int, raw, reason string) error

@@ -128,7 +128,7 @@ func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
 	case '+':
 		s = s[1:]
 	}
-	if strings.ContainsAny(s, "eE") {
+	if Mangled(s) {
 		return 0, fmt.Errorf("amount %q is in scientific notation (a spreadsheet may have mangled it)", orig)
 	}
 	thousands := byte(',')
@@ -157,6 +157,9 @@ func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
 	if intPart == "" {
 		intPart = "0"
 	}
+	if !allDigits(intPart, "") || !allDigits(frac+"0", "") {
+		return 0, fmt.Errorf("amount %q is not a number", orig)
+	}
 	if len(strings.TrimRight(frac, "0")) > exp {
 		return 0, fmt.Errorf("amount %q has more decimals than the currency allows (%d)", orig, exp)
 	}
@@ -166,9 +169,6 @@ func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
 	frac += strings.Repeat("0", exp-len(frac))
 	var v uint64
 	for _, c := range intPart + frac {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("amount %q is not a number", orig)
-		}
 		d := uint64(c - '0')
 		if v > (math.MaxInt64-d)/10 {
 			return 0, fmt.Errorf("amount %q is out of range", orig)
@@ -179,4 +179,36 @@ func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
 		return -int64(v), nil
 	}
 	return int64(v), nil
+}
+
+// allDigits reports whether s is non-empty and holds only ASCII digits and
+// bytes from also.
+func allDigits(s, also string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && strings.IndexByte(also, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Mangled reports whether s is what a spreadsheet makes of a long number it
+// was not meant to touch, such as an id or an amount: "1.8137E+15". The
+// original digits are lost, so the row cannot be trusted. The explicit
+// exponent sign keeps alphanumeric references such as 8815E12345 apart.
+func Mangled(s string) bool {
+	s = strings.TrimSpace(s)
+	s = strings.TrimLeft(s, "+-")
+	mant, exp, ok := strings.Cut(strings.ToUpper(s), "E")
+	if !ok || len(exp) < 2 || (exp[0] != '+' && exp[0] != '-') || !allDigits(exp[1:], "") {
+		return false
+	}
+	whole, frac, dot := strings.Cut(mant, ".")
+	if !dot {
+		whole, frac, dot = strings.Cut(mant, ",")
+	}
+	return allDigits(whole, "") && (!dot || allDigits(frac, ""))
 }

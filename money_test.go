@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,23 @@ func TestParseMinorRejects(t *testing.T) {
 	for _, tc := range tests {
 		if got, err := ParseMinor(tc.in, tc.exp, tc.sep); err == nil {
 			t.Errorf("ParseMinor(%q, %d, %q) = %d, want an error", tc.in, tc.exp, tc.sep, got)
+		}
+	}
+}
+
+func TestParseMinorSaysWhatIsWrong(t *testing.T) {
+	for in, want := range map[string]string{
+		"1.8137E+15": "scientific notation",
+		"2e+5":       "scientific notation",
+		"2e5":        "not a number",
+		"ten":        "not a number",
+		"12.3.4":     "not a number",
+		"12.345":     "more decimals",
+		"1,23.00":    "thousands separators",
+	} {
+		_, err := ParseMinor(in, 2, '.')
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseMinor(%q) error = %v, want it to say %q", in, err, want)
 		}
 	}
 }
@@ -164,5 +182,18 @@ func TestEffectKey(t *testing.T) {
 	}
 	if EffectKey("r", "charge", 1) == EffectKey("r", "charge", 0) {
 		t.Errorf("EffectKey ignores seq")
+	}
+}
+
+func TestMangled(t *testing.T) {
+	for _, s := range []string{"1.8137E+15", "4.55557E+15", "9.2598E+07", "1,5E+10", " 1E+5 ", "-1.2e-3", "1.2302025304E+022", "4E+10", "1.5e+3"} {
+		if !Mangled(s) {
+			t.Errorf("Mangled(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"8815E12345", "QX7TK2PLM4ZA9B01", "E+15", "1.8137E+", "1.2.3E+4", "ch_1E+5", "", "12.50", "2e5", "1.E+5", "GDC9ZZ4L2MONEY42", "1.0"} {
+		if Mangled(s) {
+			t.Errorf("Mangled(%q) = true, want false", s)
+		}
 	}
 }

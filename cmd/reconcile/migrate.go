@@ -16,7 +16,7 @@ once take turns (an advisory lock on PostgreSQL, the write lock on SQLite).
 
 Example:
   reconcile migrate --ledger postgres://reconcile@db.internal:5432/payments`,
-		Args:  usageArgs(cobra.NoArgs),
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			store, loc, err := openForMigrate(ctx, a.ledgerURL)

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Reader reads records from delimited text.
@@ -89,27 +91,64 @@ func (r *Reader) Read() (rec []string, line int, err error) {
 	return rec, line, nil
 }
 
-// Join writes rec back as one delimited line, quoting where needed. It is how
-// a rejected record's raw text is kept.
+// Join writes rec back as one delimited line, quoting fields as
+// encoding/csv's Writer would; it is how a record's raw text is kept. It
+// builds the line directly, since a csv.Writer per row (and its 4 KiB
+// buffer) was most of a parse's allocations.
 func Join(rec []string, comma rune) string {
+	n := len(rec) * utf8.RuneLen(comma)
+	for _, f := range rec {
+		n += len(f) + 2
+	}
 	var b strings.Builder
-	w := csv.NewWriter(&b)
-	w.Comma = comma
-	w.Write(rec)
-	w.Flush()
-	return strings.TrimRight(b.String(), "\n")
+	b.Grow(n)
+	for i, f := range rec {
+		if i > 0 {
+			b.WriteRune(comma)
+		}
+		if !needsQuotes(f, comma) {
+			b.WriteString(f)
+			continue
+		}
+		b.WriteByte('"')
+		b.WriteString(strings.ReplaceAll(f, `"`, `""`))
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+// needsQuotes is encoding/csv's rule for quoting a field on output.
+func needsQuotes(f string, comma rune) bool {
+	if f == "" {
+		return false
+	}
+	if f == `\.` {
+		return true
+	}
+	if comma < utf8.RuneSelf {
+		for i := 0; i < len(f); i++ {
+			if c := f[i]; c == '\n' || c == '\r' || c == '"' || c == byte(comma) {
+				return true
+			}
+		}
+	} else if strings.ContainsRune(f, comma) || strings.ContainsAny(f, "\"\r\n") {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsSpace(r)
 }
 
 // Header maps column names to their positions. Names are compared after
-// trimming spaces and ignoring case.
+// trimming spaces and ignoring case. A Header is not safe for concurrent use.
 type Header struct {
 	Names []string
-	index map[string]int
+	index map[string]int // lower-cased name → position
+	exact map[string]int // the name as the caller spelled it → position, so lookups do not lower-case each time
 }
 
 // NewHeader maps the columns of a header record.
 func NewHeader(rec []string) *Header {
-	h := &Header{Names: make([]string, len(rec)), index: make(map[string]int, len(rec))}
+	h := &Header{Names: make([]string, len(rec)), index: make(map[string]int, len(rec)), exact: map[string]int{}}
 	for i, n := range rec {
 		n = strings.TrimSpace(n)
 		h.Names[i] = n
@@ -123,10 +162,15 @@ func NewHeader(rec []string) *Header {
 
 // Index returns the position of the named column, or -1.
 func (h *Header) Index(name string) int {
-	if i, ok := h.index[strings.ToLower(name)]; ok {
+	if i, ok := h.exact[name]; ok {
 		return i
 	}
-	return -1
+	i, ok := h.index[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		i = -1
+	}
+	h.exact[name] = i
+	return i
 }
 
 // Has reports whether the header has the named column.

@@ -1,6 +1,7 @@
 package tabular
 
 import (
+	"encoding/csv"
 	"errors"
 	"io"
 	"strings"
@@ -88,4 +89,28 @@ func TestJoinQuotesWhatNeedsIt(t *testing.T) {
 	if got := Join([]string{"a", "b,c", `d"e`}, ','); got != `a,"b,c","d""e"` {
 		t.Errorf("Join = %q", got)
 	}
+}
+
+// FuzzJoin checks that Join writes exactly what encoding/csv's Writer
+// writes; the fields are the input split at '|'.
+func FuzzJoin(f *testing.F) {
+	for _, s := range []string{"a|b", "", "|", `Mug, "blue"|x`, " lead|\\.|\t|\u00a0nbsp|a\r\nb|;", "ü|\"\""} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, semicolon bool) {
+		comma := ','
+		if semicolon {
+			comma = ';'
+		}
+		rec := strings.Split(s, "|")
+		var b strings.Builder
+		w := csv.NewWriter(&b)
+		w.Comma = comma
+		w.Write(rec)
+		w.Flush()
+		if got, want := Join(rec, comma), strings.TrimSuffix(b.String(), "\n"); got != want {
+			t.Fatalf("Join(%q) = %q, want %q", rec, got, want)
+		}
+	})
 }

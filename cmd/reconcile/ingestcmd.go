@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"reconcile"
+	"reconcile/ingest"
+	"reconcile/ledgerdb"
+)
+
+func (a *app) ingestCommand() *cobra.Command {
+	var (
+		in       inputFlags
+		check    bool
+		jsonPath string
+	)
+	cmd := &cobra.Command{
+		Use:   "ingest [--check] [flags] INPUT...",
+		Short: "Read provider files into the ledger as evidence (--check: parse and validate only)",
+		Long: `ingest reads each input (a file, a directory, a glob, - for stdin, or s3://bucket/prefix; gzip
+is read transparently), detects its format, and accounts for every row: evidence, rejected (with
+the line and the reason) or ignored (with the reason). It writes each input's evidence and
+rejected rows to the ledger in one transaction, so an input that turns out unreadable halfway
+leaves nothing behind. Content already ingested (the same SHA-256, or the same S3 ETag) is
+skipped. With --check it writes nothing and needs no ledger.
+
+Exit status: 0 when every input could be read (rejected rows are reported, not fatal), 2 when an
+input cannot be read at all (the others are still read).
+
+Examples:
+  reconcile ingest --check settlements/2026-11-28.itemized.csv
+  reconcile ingest --ledger postgres://reconcile@db/payments s3://finance/stripe/2026/11/
+  reconcile ingest --check --adyen-zone ShopNL=Europe/Amsterdam --json - adyen/`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt, err := in.options()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			srcs, err := in.sources(ctx, args, os.Stdin)
+			if err != nil {
+				return inputFailure(err)
+			}
+			var store ledgerdb.Store
+			if !check {
+				if store, _, err = openLedger(ctx, a.ledgerURL, ledgerdb.Config{}); err != nil {
+					return err
+				}
+				defer store.Close()
+			}
+			res := checkResult{Inputs: []*ingest.Input{}, Rejected: []rejectedRow{}}
+			var failed []error
+			for _, src := range srcs {
+				c := &collectRejected{}
+				var input *ingest.Input
+				if check {
+					input, err = ingest.Read(ctx, src, opt, c)
+				} else {
+					input, err = persist(ctx, store, src, opt, c)
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return err
+					}
+					failed = append(failed, err)
+					continue
+				}
+				res.Inputs = append(res.Inputs, input)
+				res.Rejected = append(res.Rejected, c.rows...)
+			}
+			if jsonPath != "" {
+				if err := a.writeJSON(jsonPath, res); err != nil {
+					return err
+				}
+			}
+			if jsonPath != "-" {
+				printCheck(a.stdout, &res)
+			}
+			if err := errors.Join(failed...); err != nil {
+				return inputFailure(err)
+			}
+			return nil
+		},
+	}
+	in.add(cmd)
+	a.addLedgerFlag(cmd)
+	cmd.Flags().BoolVar(&check, "check", false, "parse and validate only; write nothing")
+	cmd.Flags().StringVar(&jsonPath, "json", "", "also write the result as JSON to FILE (- for stdout, which then gets only the JSON)")
+	return cmd
+}
+
+// persist ingests one source into the ledger, unless its content is there
+// already. Rejected rows also go to c, for the report.
+func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options, c *collectRejected) (*ingest.Input, error) {
+	var hash string
+	if src.Local() {
+		var err error
+		if hash, err = src.Hash(ctx); err != nil {
+			return nil, err
+		}
+	}
+	seen, err := store.SourceSeen(ctx, hash, src.ETag)
+	if err != nil {
+		return nil, err
+	}
+	if seen {
+		return &ingest.Input{URI: src.URI, Hash: hash, ETag: src.ETag, AlreadyIngested: true, Totals: []ingest.Total{}}, nil
+	}
+	var input *ingest.Input
+	res, err := store.IngestSource(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
+		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			var err error
+			input, err = ingest.Read(ctx, src, opt, teeRejected{w, c})
+			if err != nil {
+				return nil, err
+			}
+			return &ledgerdb.SourceRecord{Format: input.Format, Hash: input.Hash, Bytes: input.Bytes, Rows: input.Rows,
+				Evidence: input.Evidence, Rejected: input.Rejected, Ignored: input.Ignored}, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if res.Duplicate { // another process ingested the same content meanwhile
+		c.rows = nil
+		return &ingest.Input{URI: src.URI, Hash: input.Hash, ETag: src.ETag, AlreadyIngested: true, Totals: []ingest.Total{}}, nil
+	}
+	return input, nil
+}
+
+// teeRejected writes to the ledger and keeps rejected rows for the report.
+type teeRejected struct {
+	w ledgerdb.SourceWriter
+	c *collectRejected
+}
+
+func (t teeRejected) Evidence(e *reconcile.Evidence) error { return t.w.Evidence(e) }
+func (t teeRejected) Reject(r *reconcile.Rejected) error {
+	t.c.Reject(r)
+	return t.w.Reject(r)
+}
+
+// inputFailure gives an unreadable input exit status 2.
+func inputFailure(err error) error {
+	var ie *ingest.InputError
+	if errors.As(err, &ie) {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return err
+}
+
+type rejectedRow struct {
+	URI    string `json:"uri"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+	Raw    string `json:"raw"`
+}
+
+type checkResult struct {
+	Inputs   []*ingest.Input `json:"inputs"`
+	Rejected []rejectedRow   `json:"rejected"`
+}
+
+// collectRejected keeps the rejected rows of a check and drops the evidence.
+type collectRejected struct{ rows []rejectedRow }
+
+func (c *collectRejected) Evidence(*reconcile.Evidence) error { return nil }
+func (c *collectRejected) Reject(r *reconcile.Rejected) error {
+	c.rows = append(c.rows, rejectedRow{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: r.Raw})
+	return nil
+}
+
+func printCheck(w io.Writer, res *checkResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INPUT\tFORMAT\tROWS\tEVIDENCE\tREJECTED\tIGNORED")
+	for _, in := range res.Inputs {
+		if in.AlreadyIngested {
+			fmt.Fprintf(tw, "%s\t(already ingested)\t\t\t\t\n", in.URI)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", in.URI, in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored)
+	}
+	tw.Flush()
+	for _, in := range res.Inputs {
+		if len(in.Totals) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n", in.URI)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "CURRENCY\tKIND\tCOUNT\tGROSS\t")
+		for _, t := range in.Totals {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", t.Currency, t.Kind, t.Count, reconcile.Money{Minor: t.AmountMinor, Currency: t.Currency}.String())
+		}
+		tw.Flush()
+	}
+	if len(res.Rejected) > 0 {
+		fmt.Fprintf(w, "\nrejected rows:\n")
+		for _, r := range res.Rejected {
+			fmt.Fprintf(w, "  %s:%d: %s\n", r.URI, r.Line, r.Reason)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+// Package adyen reads Adyen's Settlement details report, the CSV that lists
+// every booking of a settlement batch (payments, refunds, chargebacks, fees,
+// payouts and balance transfers), into evidence.
+package adyen
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"reconcile"
+	"reconcile/ingest/tabular"
+)
+
+const provider = "adyen"
+
+// column is a documented column of the report.
+type column int
+
+// The documented columns. Undocumented ones are kept in Metadata by name.
+const (
+	colCompanyAccount column = iota
+	colMerchantAccount
+	colPspReference
+	colMerchantRef
+	colPaymentMethod
+	colCreationDate
+	colTimeZone
+	colType
+	colModRef
+	colGrossCurrency
+	colGrossDebit
+	colGrossCredit
+	colExchangeRate
+	colNetCurrency
+	colNetDebit
+	colNetCredit
+	colCommission
+	colMarkup
+	colSchemeFees
+	colInterchange
+	colVariant
+	colModMerchantRef
+	colBatchNumber
+	numColumns
+)
+
+// columnNames are the columns' names as Adyen writes them in the header.
+var columnNames = [numColumns]string{
+	"Company Account", "Merchant Account", "Psp Reference", "Merchant Reference", "Payment Method",
+	"Creation Date", "TimeZone", "Type", "Modification Reference", "Gross Currency", "Gross Debit (GC)",
+	"Gross Credit (GC)", "Exchange Rate", "Net Currency", "Net Debit (NC)", "Net Credit (NC)",
+	"Commission (NC)", "Markup (NC)", "Scheme Fees (NC)", "Interchange (NC)", "Payment Method Variant",
+	"Modification Merchant Reference", "Batch Number",
+}
+
+func (c column) String() string { return columnNames[c] }
+
+// feeColumns are the cost components Adyen deducts from the gross, in the net
+// currency; their sum is the transaction's fee.
+var feeColumns = []column{colCommission, colMarkup, colSchemeFees, colInterchange}
+
+// metaKeys names the Metadata key of the documented columns that are kept
+// on every row. Other documented columns become Evidence fields or stay in
+// Raw only; undocumented columns (newer report versions append some, and the
+// Reserved ones may carry values) are kept under their header names.
+var metaKeys = map[column]string{
+	colMerchantAccount: "merchant_account",
+	colPspReference:    "psp_reference",
+	colModRef:          "modification_reference",
+	colBatchNumber:     "batch_number",
+	colTimeZone:        "timezone",
+}
+
+// netKeys are kept only when the net currency differs from the amount's:
+// then the fee cannot be folded into Fee, and they are the only record of
+// what was settled in the net currency.
+var netKeys = map[column]string{
+	colExchangeRate: "exchange_rate",
+	colNetCurrency:  "net_currency",
+	colNetDebit:     "net_debit",
+	colNetCredit:    "net_credit",
+	colCommission:   "commission",
+	colMarkup:       "markup",
+	colSchemeFees:   "scheme_fees",
+	colInterchange:  "interchange",
+}
+
+// kinds maps the report's Type (lower-cased) to a kind. Any other Type is
+// KindOther: Adyen adds types, and a new one must not stop a run.
+var kinds = map[string]reconcile.Kind{
+	"settled":            reconcile.KindCharge,
+	"settledbulk":        reconcile.KindCharge,
+	"refunded":           reconcile.KindRefund,
+	"refundedbulk":       reconcile.KindRefund,
+	"refundedreversed":   reconcile.KindRefund,
+	"chargeback":         reconcile.KindDispute,
+	"secondchargeback":   reconcile.KindDispute,
+	"chargebackreversed": reconcile.KindDispute,
+	"fee":                reconcile.KindFee,
+	"paymentcost":        reconcile.KindFee,
+	"merchantpayout":     reconcile.KindPayout,
+	"balancetransfer":    reconcile.KindTransfer,
+	"invoicededuction":   reconcile.KindAdjustment,
+	"depositcorrection":  reconcile.KindAdjustment,
+	"manualcorrected":    reconcile.KindAdjustment,
+}
+
+// Options configures Parse.
+type Options struct {
+	// Zones gives the IANA time zone of each merchant account, keyed by the
+	// Merchant Account column. Adyen writes Creation Date in the account's
+	// local time and names the zone only by an ambiguous abbreviation (CET,
+	// PST), so the zone has to come from configuration.
+	Zones map[string]*time.Location
+	// DefaultZone is the zone of merchant accounts that Zones does not list.
+	DefaultZone *time.Location
+	// Comma is the delimiter; 0 sniffs it from the header line.
+	Comma rune
+}
+
+// MissingZoneError is returned when a row's merchant account has no
+// configured time zone. The whole file fails: guessing a zone would shift
+// every time in it by hours.
+type MissingZoneError struct {
+	Line            int
+	MerchantAccount string
+	Abbreviation    string // as the report's TimeZone column writes it
+}
+
+// zoneExamples suggests a zone for the abbreviations Adyen commonly writes,
+// only to make the configuration hint concrete.
+var zoneExamples = map[string]string{
+	"CET": "Europe/Amsterdam", "CEST": "Europe/Amsterdam",
+	"GMT": "Europe/London", "BST": "Europe/London", "WET": "Europe/Lisbon",
+	"PST": "America/Los_Angeles", "PDT": "America/Los_Angeles",
+	"EST": "America/New_York", "EDT": "America/New_York",
+	"CST": "America/Chicago", "CDT": "America/Chicago",
+	"AEST": "Australia/Sydney", "AEDT": "Australia/Sydney",
+	"SGT": "Asia/Singapore", "JST": "Asia/Tokyo", "HKT": "Asia/Hong_Kong",
+}
+
+func (e *MissingZoneError) Error() string {
+	example, ok := zoneExamples[strings.ToUpper(e.Abbreviation)]
+	if !ok {
+		example = "Europe/Amsterdam"
+	}
+	return fmt.Sprintf("line %d: no time zone configured for Adyen merchant account %q; "+
+		"its Creation Date times are local and the report names the zone only as %q, which is ambiguous; "+
+		"configure it, e.g. --adyen-zone %s=%s",
+		e.Line, e.MerchantAccount, e.Abbreviation, e.MerchantAccount, example)
+}
+
+// Detect reports whether head, the start of a file, is an Adyen settlement
+// details report: its header has Psp Reference, Type and Merchant Account.
+func Detect(name string, head []byte) bool {
+	rd, err := tabular.NewReader(bytes.NewReader(head), 0)
+	if err != nil {
+		return false
+	}
+	rec, _, err := rd.Read()
+	if err != nil {
+		return false
+	}
+	h := tabular.NewHeader(rec)
+	return h.Has(colPspReference.String()) && h.Has(colType.String()) && h.Has(colMerchantAccount.String())
+}
+
+// Parse reads a settlement details report from r and gives every row's
+// outcome to sink. It returns an error, and stops, when the header lacks a
+// required column, when a merchant account has no configured time zone, when
+// the input cannot be read, or when sink fails.
+func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink) error {
+	rd, err := tabular.NewReader(r, opt.Comma)
+	if err != nil {
+		return fmt.Errorf("line 1: %w", err)
+	}
+	rec, line, err := rd.Read()
+	switch {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("line 1: empty file: no header row")
+	case err != nil:
+		return fmt.Errorf("line %d: header: %w", max(line, 1), err)
+	}
+	p, err := newParser(rec, rd.Comma, opt)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	last := line
+	for n := 0; ; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		rec, line, err := rd.Read()
+		var pe *csv.ParseError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.As(err, &pe):
+			if err := sink.Reject(line, "", malformedReason(pe)); err != nil {
+				return err
+			}
+			last = pe.Line
+			continue
+		case err != nil:
+			return fmt.Errorf("line %d: %w", last+1, err)
+		}
+		last = line
+		if blank(rec) {
+			continue
+		}
+		if err := p.row(rec, line, sink); err != nil {
+			return err
+		}
+	}
+}
+
+// malformedReason explains a record that encoding/csv could not read. An
+// unclosed quote swallows the lines after it, so the reason names them.
+func malformedReason(pe *csv.ParseError) string {
+	if pe.Line > pe.StartLine {
+		return fmt.Sprintf("malformed CSV quoting (%v) in the row starting on this line; lines %d-%d were read as one row and none of them is used",
+			pe.Err, pe.StartLine, pe.Line)
+	}
+	return fmt.Sprintf("malformed CSV quoting: %v (byte %d of the line)", pe.Err, pe.Column)
+}
+
+// blank reports whether rec is a line holding nothing but spaces.
+func blank(rec []string) bool {
+	return len(rec) == 1 && strings.TrimSpace(rec[0]) == ""
+}
+
+// empty reports whether every field of rec is empty, as in the ",,,,," rows
+// that spreadsheets leave behind.
+func empty(rec []string) bool {
+	for _, v := range rec {
+		if strings.TrimSpace(v) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// parser holds what the header tells about the columns.
+type parser struct {
+	opt   Options
+	width int
+	names []string        // header names as written
+	at    [numColumns]int // position of each documented column, -1 when absent
+	meta  []string        // Metadata key of each column kept on every row, else ""
+	net   []string        // Metadata key of each column kept when fees stay apart, else ""
+	comma rune
+	// currencies caches what currency columns have said, as written.
+	currencies map[string]knownCurrency
+	kv         []string // scratch space for metadata
+}
+
+func newParser(header []string, comma rune, opt Options) (*parser, error) {
+	h := tabular.NewHeader(header)
+	var missing []string
+	for _, c := range []column{colMerchantAccount, colCreationDate, colType} {
+		if !h.Has(c.String()) {
+			missing = append(missing, c.String())
+		}
+	}
+	gross := []string{colGrossCurrency.String(), colGrossDebit.String(), colGrossCredit.String()}
+	net := []string{colNetCurrency.String(), colNetDebit.String(), colNetCredit.String()}
+	if h.Require(gross...) != nil && h.Require(net...) != nil {
+		missing = append(missing, strings.Join(gross, ", ")+" (or "+strings.Join(net, ", ")+")")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("not a usable Adyen settlement details report: missing required column(s) %s",
+			strings.Join(missing, ", "))
+	}
+	p := &parser{
+		opt: opt, width: len(h.Names), names: h.Names,
+		meta: make([]string, len(h.Names)), net: make([]string, len(h.Names)), comma: comma,
+		currencies: map[string]knownCurrency{},
+	}
+	documented := map[int]bool{}
+	for c := range numColumns {
+		i := h.Index(c.String())
+		p.at[c] = i
+		if i < 0 {
+			continue
+		}
+		documented[i] = true
+		if key := metaKeys[c]; key != "" {
+			p.meta[i] = key
+		}
+		p.net[i] = netKeys[c]
+	}
+	for i, name := range h.Names {
+		if !documented[i] && h.Index(name) == i { // a repeated header name: the first column wins
+			p.meta[i] = name
+		}
+	}
+	return p, nil
+}
+
+// get returns the trimmed value of a documented column, "" when the column
+// is absent.
+func (p *parser) get(rec []string, col column) string {
+	i := p.at[col]
+	if i < 0 || i >= len(rec) {
+		return ""
+	}
+	return strings.TrimSpace(rec[i])
+}
+
+// row gives one data row's outcome to sink. It returns an error only for a
+// failure of the whole input or of sink.
+func (p *parser) row(rec []string, line int, sink reconcile.RowSink) error {
+	if empty(rec) {
+		return sink.Ignore(line, "empty row: every field is empty")
+	}
+	raw := tabular.Join(rec, p.comma)
+	if len(rec) != p.width {
+		what := "short row"
+		if len(rec) > p.width {
+			what = "long row (a value may hold an unquoted delimiter, which shifts the columns)"
+		}
+		return sink.Reject(line, raw, fmt.Sprintf("%s: %d fields, the header has %d", what, len(rec), p.width))
+	}
+	for i, v := range rec {
+		if reconcile.Mangled(v) {
+			return sink.Reject(line, raw, fmt.Sprintf(
+				"column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
+					"download the report from Adyen again and do not open and save it in a spreadsheet",
+				p.names[i], strings.TrimSpace(v)))
+		}
+	}
+	e, reason, err := p.evidence(rec, line)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		return sink.Reject(line, raw, reason)
+	}
+	e.Raw = raw
+	return sink.Evidence(e)
+}

@@ -1,0 +1,87 @@
+package ingest
+
+import (
+	"context"
+	"io"
+	"sort"
+	"time"
+
+	"reconcile"
+	"reconcile/ingest/adyen"
+	"reconcile/ingest/camt"
+	"reconcile/ingest/csvmap"
+	"reconcile/ingest/paypal"
+	"reconcile/ingest/stripe"
+)
+
+// Options tell how to read inputs: the format when it should not be
+// detected, and what some formats need and cannot say themselves.
+type Options struct {
+	// Format forces one format for every input; empty detects each one.
+	Format string
+	// StripeLocation is the time zone a Stripe report was run in, for its
+	// local-time columns; nil is UTC.
+	StripeLocation *time.Location
+	// AdyenZones gives the IANA zone of each Adyen merchant account, whose
+	// reports name it only by an ambiguous abbreviation; AdyenDefaultZone is
+	// for the accounts it does not list.
+	AdyenZones       map[string]*time.Location
+	AdyenDefaultZone *time.Location
+	// Mapping reads a CSV that no built-in format covers (format "csv").
+	Mapping *csvmap.Mapping
+}
+
+// Format is one input format: how to recognise it and how to parse it.
+type Format struct {
+	Name    string
+	Summary string
+	Detect  func(name string, head []byte) bool
+	Parse   func(ctx context.Context, r io.Reader, opt *Options, sink reconcile.RowSink) error
+}
+
+// Formats are the formats reconcile reads, in the order detection tries them.
+var Formats = []Format{
+	{"stripe-itemized", "Stripe itemized reports (balance change from activity, payout and ending balance reconciliation), CSV",
+		stripe.DetectItemized, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
+			return stripe.ParseItemized(ctx, r, stripe.ItemizedOptions{Location: o.StripeLocation}, s)
+		}},
+	{"stripe-events", "Stripe webhook event dumps: JSON Lines, wrapped lines or a JSON array",
+		stripe.DetectEvents, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
+			return stripe.ParseEvents(ctx, r, stripe.EventsOptions{}, s)
+		}},
+	{"adyen-settlement", "Adyen Settlement details report, CSV",
+		adyen.Detect, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
+			return adyen.Parse(ctx, r, adyen.Options{Zones: o.AdyenZones, DefaultZone: o.AdyenDefaultZone}, s)
+		}},
+	{"paypal-stl", "PayPal Settlement Report (STL), comma or tab separated",
+		paypal.Detect, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
+			return paypal.Parse(ctx, r, paypal.Options{}, s)
+		}},
+	{"camt053", "ISO 20022 camt.053 bank statements (.001.02, .04, .08)",
+		camt.Detect, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
+			return camt.Parse(ctx, r, camt.Options{}, s)
+		}},
+	{"csv", "any other CSV, read through a mapping file (--mapping)",
+		func(string, []byte) bool { return false }, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
+			return csvmap.Parse(ctx, r, csvmap.Options{Mapping: o.Mapping}, s)
+		}},
+}
+
+// FormatNames lists the names --format accepts.
+func FormatNames() []string {
+	var names []string
+	for _, f := range Formats {
+		names = append(names, f.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func formatByName(name string) (Format, bool) {
+	for _, f := range Formats {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Format{}, false
+}

@@ -1,0 +1,582 @@
+package paypal
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// call is one sink call, rendered as one JSON line in golden files.
+type call struct {
+	Call     string              `json:"call"`
+	Line     int                 `json:"line,omitempty"`
+	Reason   string              `json:"reason,omitempty"`
+	Raw      string              `json:"raw,omitempty"`
+	Evidence *reconcile.Evidence `json:"evidence,omitempty"`
+	Err      string              `json:"error,omitempty"`
+}
+
+// recorder is a RowSink that keeps every call.
+type recorder struct{ calls []call }
+
+func (r *recorder) Evidence(e *reconcile.Evidence) error {
+	r.calls = append(r.calls, call{Call: "evidence", Line: e.Line, Evidence: e})
+	return nil
+}
+
+func (r *recorder) Reject(line int, raw, reason string) error {
+	r.calls = append(r.calls, call{Call: "reject", Line: line, Raw: raw, Reason: reason})
+	return nil
+}
+
+func (r *recorder) Ignore(line int, reason string) error {
+	r.calls = append(r.calls, call{Call: "ignore", Line: line, Reason: reason})
+	return nil
+}
+
+// render writes the calls and the final error as JSON lines.
+func render(t testing.TB, calls []call, err error) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err != nil {
+		calls = append(calls, call{Call: "error", Err: err.Error()})
+	}
+	for _, c := range calls {
+		line, merr := json.Marshal(c)
+		if merr != nil {
+			t.Fatal(merr)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func parseString(t testing.TB, in string) ([]call, error) {
+	t.Helper()
+	var rec recorder
+	err := Parse(context.Background(), strings.NewReader(in), Options{}, &rec)
+	return rec.calls, err
+}
+
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/stl_*")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".golden") {
+			continue
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			in, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !Detect(filepath.Base(f), in) {
+				t.Errorf("Detect(%s) = false", f)
+			}
+			calls, err := parseString(t, string(in))
+			got := render(t, calls, err)
+			golden := strings.TrimSuffix(f, filepath.Ext(f)) + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+const chRow = `"CH","Transaction ID","Invoice ID","PayPal Reference ID","PayPal Reference ID Type","Transaction Event Code",` +
+	`"Transaction Initiation Date","Transaction Completion Date","Transaction Debit or Credit","Gross Transaction Amount",` +
+	`"Gross Transaction Currency","Fee Debit or Credit","Fee Amount","Fee Currency","Custom Field","Consumer ID",` +
+	`"Payment Tracking ID","Store ID","Bank Reference ID","Credit Transactional Fee","Credit Promotional Fee","Credit Term"`
+
+// sb writes an SB row of the chRow layout from column values.
+func sb(v map[string]string) string {
+	names := []string{"Transaction ID", "Invoice ID", "PayPal Reference ID", "PayPal Reference ID Type", "Transaction Event Code",
+		"Transaction Initiation Date", "Transaction Completion Date", "Transaction Debit or Credit", "Gross Transaction Amount",
+		"Gross Transaction Currency", "Fee Debit or Credit", "Fee Amount", "Fee Currency", "Custom Field", "Consumer ID",
+		"Payment Tracking ID", "Store ID", "Bank Reference ID", "Credit Transactional Fee", "Credit Promotional Fee", "Credit Term"}
+	defaults := map[string]string{
+		"Transaction ID": "9XY12345AB6789012", "Transaction Event Code": "T0006",
+		"Transaction Initiation Date": "2024/05/01 09:15:00 -0700", "Transaction Completion Date": "2024/05/01 09:15:02 -0700",
+		"Transaction Debit or Credit": "CR", "Gross Transaction Amount": "1000", "Gross Transaction Currency": "USD",
+	}
+	rec := []string{`"SB"`}
+	for _, n := range names {
+		x, ok := v[n]
+		if !ok {
+			x = defaults[n]
+		}
+		rec = append(rec, strconv.Quote(x))
+	}
+	return strings.Join(rec, ",")
+}
+
+// build wraps sections of SB rows into a whole report whose footers add up,
+// by a reckoning of its own: the sums of the rows' readable amounts.
+func build(sections ...[]string) string {
+	type tot struct{ gc, gd, fc, fd int64 }
+	var b strings.Builder
+	b.WriteString("\"RH\",2024/05/02 03:10:11 -0700,\"A\",\"TESTACCT1234X\",009,\n\"FH\",01\n")
+	report := map[string]*tot{}
+	n := 0
+	footer := func(typ string, m map[string]*tot, count int) {
+		var curs []string
+		for c := range m {
+			curs = append(curs, c)
+		}
+		sort.Strings(curs)
+		for _, c := range curs {
+			x := m[c]
+			fmt.Fprintf(&b, "%q,%q,%d,%d,%d,%d,\"CR\",0,\"CR\",0,\"CR\",0,\"CR\",0,\"CR\",0,\"CR\",0,%d\n", typ, c, x.gc, x.gd, x.fc, x.fd, count)
+		}
+	}
+	for _, rows := range sections {
+		b.WriteString("\"SH\",2024/05/01 00:00:00 -0700,2024/05/01 23:59:59 -0700,\"TESTACCT1234X\",\"\"\n" + chRow + "\n")
+		sec := map[string]*tot{}
+		for _, r := range rows {
+			b.WriteString(r + "\n")
+			rec, err := csv.NewReader(strings.NewReader(r)).Read()
+			if err != nil || len(rec) < 14 {
+				continue
+			}
+			add := func(flag, amt, cur string, credit, debit func(*tot) *int64) {
+				v, err := strconv.ParseUint(amt, 10, 63)
+				flag = strings.ToUpper(flag)
+				cur, cerr := reconcile.NormalizeCurrency(cur)
+				if err != nil || cerr != nil || v == 0 || (flag != "CR" && flag != "DR") {
+					return
+				}
+				for _, m := range []map[string]*tot{sec, report} {
+					if m[cur] == nil {
+						m[cur] = &tot{}
+					}
+					if flag == "CR" {
+						*credit(m[cur]) += int64(v)
+					} else {
+						*debit(m[cur]) += int64(v)
+					}
+				}
+			}
+			add(rec[8], rec[9], rec[10], func(t *tot) *int64 { return &t.gc }, func(t *tot) *int64 { return &t.gd })
+			add(rec[11], rec[12], rec[13], func(t *tot) *int64 { return &t.fc }, func(t *tot) *int64 { return &t.fd })
+		}
+		footer("SF", sec, len(rows))
+		fmt.Fprintf(&b, "\"SC\",%d\n", len(rows))
+		n += len(rows)
+	}
+	footer("RF", report, n)
+	fmt.Fprintf(&b, "\"RC\",%d\n\"FF\",%d\n", n, n)
+	return b.String()
+}
+
+// one parses a report of one SB row and returns that row's outcome.
+func one(t *testing.T, v map[string]string) call {
+	t.Helper()
+	calls, err := parseString(t, build([]string{sb(v)}))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	for _, c := range calls {
+		if c.Line == 5 {
+			return c
+		}
+	}
+	t.Fatalf("no outcome for line 5: %+v", calls)
+	return call{}
+}
+
+func TestMapping(t *testing.T) {
+	tests := []struct {
+		name       string
+		v          map[string]string
+		kind       reconcile.Kind
+		minor, fee int64
+		cur, time  string
+		parent     string
+		eff        string
+	}{
+		{"payment, credit, fee debited", map[string]string{"Fee Debit or Credit": "DR", "Fee Amount": "59", "Fee Currency": "USD", "Invoice ID": "inv-1"},
+			reconcile.KindCharge, 1000, 59, "USD", "2024-05-01T16:15:00Z", "", "inv-1"},
+		{"refund, debit, fee credited back", map[string]string{"Transaction Event Code": "T1107", "Transaction Debit or Credit": "DR",
+			"Fee Debit or Credit": "CR", "Fee Amount": "20", "Fee Currency": "USD", "PayPal Reference ID": "PARENT0001", "PayPal Reference ID Type": "TXN"},
+			reconcile.KindRefund, -1000, -20, "USD", "2024-05-01T16:15:00Z", "PARENT0001", ""},
+		{"reference that is not a transaction", map[string]string{"PayPal Reference ID": "I-ABC", "PayPal Reference ID Type": "SUB", "Custom Field": "eff-9"},
+			reconcile.KindCharge, 1000, 0, "USD", "2024-05-01T16:15:00Z", "", "eff-9"},
+		{"invoice wins over custom field", map[string]string{"Invoice ID": "inv-2", "Custom Field": "eff-9"},
+			reconcile.KindCharge, 1000, 0, "USD", "2024-05-01T16:15:00Z", "", "inv-2"},
+		{"JPY: two implied decimals become none", map[string]string{"Gross Transaction Currency": "JPY", "Gross Transaction Amount": "150000",
+			"Fee Debit or Credit": "DR", "Fee Amount": "5500", "Fee Currency": "JPY"},
+			reconcile.KindCharge, 1500, 55, "JPY", "2024-05-01T16:15:00Z", "", ""},
+		{"HUF is zero-decimal at PayPal", map[string]string{"Gross Transaction Currency": "huf", "Gross Transaction Amount": "250000"},
+			reconcile.KindCharge, 2500, 0, "HUF", "2024-05-01T16:15:00Z", "", ""},
+		{"KWD gains a third decimal", map[string]string{"Gross Transaction Currency": "KWD", "Gross Transaction Amount": "1234"},
+			reconcile.KindCharge, 12340, 0, "KWD", "2024-05-01T16:15:00Z", "", ""},
+		{"fee in another currency is not folded in", map[string]string{"Fee Debit or Credit": "DR", "Fee Amount": "40", "Fee Currency": "EUR"},
+			reconcile.KindCharge, 1000, 0, "USD", "2024-05-01T16:15:00Z", "", ""},
+		{"zero fee without flag", map[string]string{"Fee Amount": "0"},
+			reconcile.KindCharge, 1000, 0, "USD", "2024-05-01T16:15:00Z", "", ""},
+		{"withdrawal", map[string]string{"Transaction Event Code": "T0400", "Transaction Debit or Credit": "DR", "Gross Transaction Amount": "300000"},
+			reconcile.KindPayout, -300000, 0, "USD", "2024-05-01T16:15:00Z", "", ""},
+		{"time zone east of UTC, across midnight", map[string]string{"Transaction Initiation Date": "2024/05/01 01:30:00 +0900"},
+			reconcile.KindCharge, 1000, 0, "USD", "2024-04-30T16:30:00Z", "", ""},
+		{"lower-case flag and code", map[string]string{"Transaction Debit or Credit": "dr", "Transaction Event Code": "t1201"},
+			reconcile.KindDispute, -1000, 0, "USD", "2024-05-01T16:15:00Z", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := one(t, tt.v)
+			if c.Call != "evidence" {
+				t.Fatalf("got %s %q, want evidence", c.Call, c.Reason)
+			}
+			e := c.Evidence
+			got := []any{e.Kind, e.Amount.Minor, e.Fee, e.Amount.Currency, e.Time.Format(time.RFC3339), e.ParentTxID, e.EffectKey}
+			want := []any{tt.kind, tt.minor, tt.fee, tt.cur, tt.time, tt.parent, tt.eff}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("kind, minor, fee, currency, time, parent, effect key (-want +got):\n%s", diff)
+			}
+			if e.Time.Location() != time.UTC || e.Provider != "paypal" || e.TxID != "9XY12345AB6789012" {
+				t.Errorf("time %v, provider %q, txid %q", e.Time, e.Provider, e.TxID)
+			}
+		})
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	for code, want := range map[string]reconcile.Kind{
+		"T0000": reconcile.KindCharge, "T0003": reconcile.KindCharge, "T0006": reconcile.KindCharge,
+		"T0106": reconcile.KindFee, "T1108": reconcile.KindFee, "T1109": reconcile.KindFee,
+		"T0200": reconcile.KindTransfer, "T0300": reconcile.KindTransfer, "T2201": reconcile.KindTransfer,
+		"T0400": reconcile.KindPayout, "T0403": reconcile.KindPayout,
+		"T1106": reconcile.KindRefund, "T1107": reconcile.KindRefund, "T1110": reconcile.KindAdjustment,
+		"T1201": reconcile.KindDispute, "T1202": reconcile.KindDispute, "T1200": reconcile.KindAdjustment,
+		"T0800": reconcile.KindAdjustment, "T1500": reconcile.KindAdjustment, "T2103": reconcile.KindAdjustment,
+		"T1300": reconcile.KindOther, "T9900": reconcile.KindOther, "T9999": reconcile.KindOther, "X1": reconcile.KindOther, "": reconcile.KindOther,
+	} {
+		if got := kindOf(code); got != want {
+			t.Errorf("kindOf(%q) = %s, want %s", code, got, want)
+		}
+	}
+}
+
+func TestRejections(t *testing.T) {
+	tests := []struct {
+		name string
+		row  string
+		want string
+	}{
+		{"amount with decimals", sb(map[string]string{"Gross Transaction Amount": "12.50"}), `Gross Transaction Amount "12.50" is not an STL amount`},
+		{"negative amount", sb(map[string]string{"Gross Transaction Amount": "-100"}), `Gross Transaction Amount "-100" is not an STL amount`},
+		{"empty amount", sb(map[string]string{"Gross Transaction Amount": ""}), "Gross Transaction Amount is empty"},
+		{"JPY with a fraction", sb(map[string]string{"Gross Transaction Currency": "JPY", "Gross Transaction Amount": "15050"}),
+			"Gross Transaction Amount 15050 is 150.50 JPY, but PayPal uses 0 decimals for JPY"},
+		{"fee with a fraction of a yen", sb(map[string]string{"Gross Transaction Currency": "JPY", "Gross Transaction Amount": "15000",
+			"Fee Debit or Credit": "DR", "Fee Amount": "4350", "Fee Currency": "JPY"}), "Fee Amount 4350 is 43.50 JPY"},
+		{"unknown currency", sb(map[string]string{"Gross Transaction Currency": "EURO"}), `Gross Transaction Currency: unknown currency "EURO"`},
+		{"empty currency", sb(map[string]string{"Gross Transaction Currency": ""}), "Gross Transaction Currency: empty currency"},
+		{"empty fee currency", sb(map[string]string{"Fee Debit or Credit": "DR", "Fee Amount": "30"}), "Fee Currency: empty currency"},
+		{"bad flag", sb(map[string]string{"Transaction Debit or Credit": "C"}), `Transaction Debit or Credit is "C", want CR or DR`},
+		{"fee without flag", sb(map[string]string{"Fee Amount": "30", "Fee Currency": "USD"}), "Fee Debit or Credit is empty for an amount of 30"},
+		{"mangled invoice", sb(map[string]string{"Invoice ID": "2.44123E+11"}), `column Invoice ID holds "2.44123E+11", a number in scientific notation`},
+		{"mangled bank reference", sb(map[string]string{"Bank Reference ID": "1.04743E+12"}), "column Bank Reference ID holds"},
+		{"bad date", sb(map[string]string{"Transaction Initiation Date": "2024/02/30 10:00:00 -0700"}), `Transaction Initiation Date "2024/02/30 10:00:00 -0700" is not a date`},
+		{"date without offset", sb(map[string]string{"Transaction Initiation Date": "2024/05/01 10:00:00"}), "is not a date like 2006/01/02 15:04:05 -0700"},
+		{"empty transaction id", sb(map[string]string{"Transaction ID": ""}), "Transaction ID is empty"},
+		{"empty event code", sb(map[string]string{"Transaction Event Code": ""}), "Transaction Event Code is empty"},
+		{"short row", `"SB","9XY12345AB6789012","inv-1"`, "short row: 3 fields, the column header (CH) has 22"},
+		{"long row", sb(nil) + `,"x"`, "long row"},
+		{"bad quoting", `"SB","9XY"Z","inv-1"`, "malformed CSV quoting"},
+		{"unknown row type", `"ZZ","x"`, `unknown STL row type "ZZ"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls, err := parseString(t, build([]string{tt.row}))
+			if tt.name == "unknown row type" {
+				// Not an SB row: the section's count of 1 no longer holds.
+				calls, err = parseString(t, strings.Replace(build([]string{sb(nil)}), chRow+"\n", chRow+"\n"+tt.row+"\n", 1))
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			var got *call
+			for i := range calls {
+				if calls[i].Line == 5 {
+					got = &calls[i]
+				}
+			}
+			if got == nil || got.Call != "reject" || !strings.Contains(got.Reason, tt.want) {
+				t.Fatalf("got %+v, want a rejection on line 5 containing %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMinor(t *testing.T) {
+	tests := []struct {
+		v      int64
+		cur    string
+		want   int64
+		reason string
+	}{
+		{1234, "USD", 1234, ""},
+		{150000, "JPY", 1500, ""},
+		{150001, "JPY", 0, "150001 is 1500.01 JPY, but PayPal uses 0 decimals for JPY"},
+		{250000, "HUF", 2500, ""},
+		{123400, "TWD", 1234, ""},
+		{1234, "KWD", 12340, ""},
+		{1234, "BHD", 12340, ""},
+		{0, "JPY", 0, ""},
+		{999999999999999999, "KWD", 0, "999999999999999999 is out of range in KWD"},
+	}
+	for _, tt := range tests {
+		exp, err := reconcile.Exponent("paypal", tt.cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, reason := minor(tt.v, tt.cur, exp)
+		if got != tt.want || reason != tt.reason {
+			t.Errorf("minor(%d, %s) = %d, %q; want %d, %q", tt.v, tt.cur, got, reason, tt.want, tt.reason)
+		}
+	}
+}
+
+func TestFatal(t *testing.T) {
+	good := build([]string{
+		sb(map[string]string{"Fee Debit or Credit": "DR", "Fee Amount": "59", "Fee Currency": "USD"}),
+		sb(map[string]string{"Transaction ID": "2ND000000000000002", "Gross Transaction Currency": "EUR", "Transaction Debit or Credit": "DR"}),
+	})
+	if _, err := parseString(t, good); err != nil {
+		t.Fatalf("the unaltered report fails: %v", err)
+	}
+	lines := strings.SplitAfter(good, "\n")
+	cut := func(n int) string { return strings.Join(lines[:n], "") }
+	tests := []struct {
+		name    string
+		in      string
+		want    string
+		corrupt bool
+	}{
+		{"empty file", "", "line 1: empty file", false},
+		{"smashpig-style excerpt without RH", strings.Join(lines[2:], ""), `line 1: not a PayPal settlement report (STL): the first row is "SH", not a report header (RH)`, false},
+		{"truncated in the body", cut(6), "line 6: corrupt or truncated STL: the file ends without its file footer (FF)", true},
+		{"truncated before FF", cut(len(lines) - 2), "corrupt or truncated STL: the file ends without its file footer (FF)", true},
+		{"section count", strings.Replace(good, `"SC",2`, `"SC",3`, 1), "line 9: corrupt or truncated STL: section footer (SC) says 3 rows, found 2", true},
+		{"section total", strings.Replace(good, `"SF","USD",1000,0,0,59`, `"SF","USD",1000,0,0,60`, 1),
+			"line 8: corrupt or truncated STL: section footer (SF) says USD fee credits 0 and debits 60, the rows add up to 0 and 59", true},
+		{"section gross", strings.Replace(good, `"SF","EUR",0,1000`, `"SF","EUR",0,999`, 1),
+			"line 7: corrupt or truncated STL: section footer (SF) says EUR gross credits 0 and debits 999, the rows add up to 0 and 1000", true},
+		{"count in the totals row", strings.Replace(good, `"CR",0,2`+"\n"+`"SF","USD"`, `"CR",0,1`+"\n"+`"SF","USD"`, 1),
+			"line 7: corrupt or truncated STL: section footer (SF) says 1 rows, found 2", true},
+		{"report total", strings.Replace(good, `"RF","USD",1000`, `"RF","USD",1001`, 1), "line 11: corrupt or truncated STL: report footer (RF) says USD gross credits 1001", true},
+		{"report count", strings.Replace(good, `"RC",2`, `"RC",20`, 1), "line 12: corrupt or truncated STL: report footer (RC) says 20 rows, found 2", true},
+		{"file count", strings.Replace(good, `"FF",2`, `"FF",1`, 1), "line 13: corrupt or truncated STL: file footer (FF) says 1 rows, found 2", true},
+		{"no totals for a currency", strings.Replace(good, lines[6], "", 1), "line 8: corrupt or truncated STL: there are EUR rows but no section footer (SF) totals for EUR", true},
+		{"no totals for two currencies", strings.Replace(strings.Replace(good, lines[6], "", 1), lines[7], "", 1),
+			"line 7: corrupt or truncated STL: there are EUR, USD rows but no section footer (SF) totals for EUR, USD", true},
+		{"section without SC", strings.Replace(good, lines[8], "", 1), "corrupt or truncated STL: report footer (RF) comes before the section that starts on line 3 has its section record count (SC)", true},
+		{"rows after FF", good + `"SB","x"` + "\n", "line 14: corrupt or truncated STL: a row follows the file footer (FF) on line 13", true},
+		{"unreadable row after FF", good + `"SB","x"y"` + "\n", "line 14: corrupt or truncated STL: a row follows the file footer (FF) on line 13", true},
+		{"second RH", lines[0] + good, "line 2: corrupt or truncated STL: a second report header (RH)", true},
+		{"FF without RC", strings.Replace(good, lines[11], "", 1), "corrupt or truncated STL: the file footer (FF) comes without a report record count (RC)", true},
+		{"SB before CH", strings.Replace(good, lines[3], "", 1), "line 4: corrupt or truncated STL: a section body row (SB) before any column header (CH)", true},
+		{"CH without required columns", strings.Replace(good, "Gross Transaction Amount", "Gross Amount", 1),
+			"line 4: column header (CH): missing required column(s) Gross Transaction Amount", false},
+		{"a transaction detail report (TRR)", strings.Replace(good, lines[6], `"SF",2`+"\n", 1), "line 7: corrupt or truncated STL: section footer (SF) has 2 fields", true},
+		{"TRR-like footer with a count", strings.Replace(good, lines[6], `"SF","20039",0,0,0,0`+"\n", 1),
+			`line 7: section footer (SF): unknown currency "20039"; is this a PayPal settlement report (STL)?`, false},
+		{"bad quoting in the first row", `"RH"x,1` + "\n", "line 1: not a PayPal settlement report (STL)", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseString(t, tt.in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got error %v, want one containing %q", err, tt.want)
+			}
+			if errors.Is(err, ErrCorrupt) != tt.corrupt {
+				t.Errorf("errors.Is(err, ErrCorrupt) = %v, want %v", !tt.corrupt, tt.corrupt)
+			}
+		})
+	}
+}
+
+// A row rejected for its quoting may have been an SB row: the counts allow
+// for it, and the totals it may have changed are not compared.
+func TestUnreadableRowKeepsCounts(t *testing.T) {
+	in := build([]string{sb(nil), `"SB","9XY"Z"`})
+	calls, err := parseString(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range calls {
+		got = append(got, fmt.Sprintf("%d %s", c.Line, c.Call))
+	}
+	want := []string{"1 ignore", "2 ignore", "3 ignore", "4 ignore", "5 evidence", "6 reject", "7 ignore", "8 ignore", "9 ignore", "10 ignore", "11 ignore"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name, head string
+		want       bool
+	}{
+		{"STL-20240501.01.009.CSV", `"RH",2024/05/02 03:10:11 -0700,"A","X",009,`, true},
+		{"STL-20240501.01.009.TAB", "RH\t2024/05/02 03:10:11 -0700\tA", true},
+		{"stl.csv", "\xEF\xBB\xBF\"RH\",2024", true},
+		{"stl.csv", "RH", true},
+		{"stl.csv", `"SH","2026/01/06 00:00:00 -0800"`, false},
+		{"TRR-20240501.01.008.CSV", `"RH",2024/05/02 03:10:11 -0700,"A","X",008,`, false},
+		{"x.csv", "RHX,1", false},
+		{"x.csv", "Company Account,Merchant Account", false},
+		{"x.csv", "", false},
+	}
+	for _, tt := range tests {
+		if got := Detect(tt.name, []byte(tt.head)); got != tt.want {
+			t.Errorf("Detect(%q, %q) = %v, want %v", tt.name, tt.head, got, tt.want)
+		}
+	}
+}
+
+type failSink struct{ recorder }
+
+var errSink = errors.New("sink full")
+
+func (f *failSink) Ignore(int, string) error { return errSink }
+
+func TestSinkErrorStops(t *testing.T) {
+	err := Parse(context.Background(), strings.NewReader(build([]string{sb(nil)})), Options{}, &failSink{})
+	if !errors.Is(err, errSink) {
+		t.Fatalf("got %v, want the sink's error", err)
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Parse(ctx, strings.NewReader(build([]string{sb(nil)})), Options{}, &recorder{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(build([]string{sb(nil)})))
+	f.Add([]byte(build([]string{sb(map[string]string{"Fee Debit or Credit": "DR", "Fee Amount": "5500", "Fee Currency": "JPY",
+		"Gross Transaction Currency": "JPY", "Gross Transaction Amount": "150000"}), `"SB","x"y"`}, nil)))
+	f.Add([]byte("RH\tx\nFH\t01\nSH\ta\nCH\tTransaction ID\tTransaction Event Code\nSB\t1\tT0006\nSF\tUSD\t0\t0\t0\t0\nSC\t1\nRC\t1\nFF\t1\n"))
+	for _, name := range []string{"stl_comma.csv", "stl_tab.txt", "stl_rejects.csv"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		run := func() []byte {
+			var rec recorder
+			err := Parse(context.Background(), bytes.NewReader(in), Options{}, &rec)
+			lines := bytes.Count(in, []byte("\n")) + 1
+			for _, c := range rec.calls {
+				if c.Line < 1 || c.Line > lines {
+					t.Fatalf("%s on line %d of a %d-line input", c.Call, c.Line, lines)
+				}
+				if e := c.Evidence; e != nil {
+					if cur := e.Amount.Currency; len(cur) != 3 || strings.ToUpper(cur) != cur {
+						t.Fatalf("currency %q", cur)
+					}
+					if e.Time.Location() != time.UTC || e.Time.IsZero() {
+						t.Fatalf("time %v", e.Time)
+					}
+				}
+			}
+			return render(t, rec.calls, err)
+		}
+		if a, b := run(), run(); !bytes.Equal(a, b) {
+			t.Fatalf("two parses differ:\n%s\n%s", a, b)
+		}
+	})
+}
+
+// benchInput is a realistic one-section report of n SB rows in two
+// currencies, with footers that add up.
+func benchInput(n int) []byte {
+	rows := make([]string, n)
+	for i := range rows {
+		cur, code, flag, fee := "USD", "T0006", "CR", "DR"
+		if i%3 == 0 {
+			cur = "EUR"
+		}
+		if i%10 == 9 {
+			code, flag, fee = "T1107", "DR", "CR"
+		}
+		rows[i] = fmt.Sprintf(`"SB","%017d","inv-%d","","","%s",2024/05/01 09:%02d:%02d -0700,2024/05/01 09:%02d:%02d -0700,"%s",%d,"%s","%s",%d,"%s","cust-%d","PAYER%07d","","","",,,`,
+			i, i, code, i%60, i%59, i%60, i%59, flag, 100+i%99000, cur, fee, 30+i%500, cur, i, i%5000)
+	}
+	return []byte(build(rows))
+}
+
+type discard struct{}
+
+func (discard) Evidence(*reconcile.Evidence) error { return nil }
+func (discard) Reject(int, string, string) error   { return nil }
+func (discard) Ignore(int, string) error           { return nil }
+
+func BenchmarkParse(b *testing.B) {
+	in := benchInput(100_000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Parse(context.Background(), bytes.NewReader(in), Options{}, discard{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadCSV(b *testing.B) {
+	in := benchInput(100_000)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := csv.NewReader(bytes.NewReader(in))
+		r.FieldsPerRecord = -1
+		r.ReuseRecord = true
+		for {
+			if _, err := r.Read(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"reconcile"
+)
+
+// Sink receives what Read makes of a source: evidence and rejected rows,
+// with their provenance set.
+type Sink interface {
+	Evidence(e *reconcile.Evidence) error
+	Reject(r *reconcile.Rejected) error
+}
+
+// Total is the count and signed gross sum of one currency and kind.
+type Total struct {
+	Currency    string         `json:"currency"`
+	Kind        reconcile.Kind `json:"kind"`
+	Count       int            `json:"count"`
+	AmountMinor int64          `json:"amount_minor"`
+}
+
+// Input is the account of one source read: every row is evidence, rejected
+// or ignored, so Rows = Evidence + Rejected + Ignored. A webhook event that
+// carries several refunds is one row per refund.
+type Input struct {
+	URI      string         `json:"uri"`
+	Format   string         `json:"format"`
+	Hash     string         `json:"sha256"`
+	ETag     string         `json:"etag,omitempty"`
+	Bytes    int64          `json:"bytes"`
+	Rows     int            `json:"rows"`
+	Evidence int            `json:"evidence"`
+	Rejected int            `json:"rejected"`
+	Ignored  int            `json:"ignored"`
+	Ignores  map[string]int `json:"ignored_reasons,omitempty"` // reason → rows
+	Totals   []Total        `json:"totals"`
+	// AlreadyIngested is set by callers that found the same content in the
+	// ledger's manifest and so read nothing.
+	AlreadyIngested bool `json:"already_ingested,omitempty"`
+}
+
+// maxIgnoreReasons bounds Input.Ignores; further reasons count as "other".
+const maxIgnoreReasons = 50
+
+// headSize is how much of an input format detection looks at.
+const headSize = 64 << 10
+
+// Read parses one source and hands its evidence and rejected rows to out.
+// An input that cannot be read at all (missing, of no known format,
+// truncated, corrupt) fails with an *InputError; out may then have been
+// given rows, so a caller that writes them must do so in a transaction it
+// can roll back.
+func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, error) {
+	rc, err := src.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	raw := &hashingReader{r: rc, h: sha256.New()}
+	in := &Input{URI: src.URI, ETag: src.ETag}
+
+	body := bufio.NewReaderSize(raw, headSize)
+	name := path.Base(src.URI)
+	if magic, _ := body.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		gz, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, inputErr(src.URI, "bad gzip header: %v", err)
+		}
+		body = bufio.NewReaderSize(gz, headSize)
+		name = strings.TrimSuffix(name, ".gz")
+	}
+	head, err := body.Peek(headSize)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, inputErr(src.URI, "%v", err)
+	}
+	f, err := choose(src.URI, name, head, opt)
+	if err != nil {
+		return nil, err
+	}
+	in.Format = f.Name
+	if len(bytes.TrimSpace(head)) > 0 {
+		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}}
+		if err := f.Parse(ctx, body, opt, cs); err != nil {
+			if ctx.Err() != nil || cs.sinkErr != nil {
+				return nil, err // not the input's fault
+			}
+			return nil, &InputError{URI: src.URI, Err: fmt.Errorf("%s: %w", f.Name, err)}
+		}
+		in.Totals = cs.sortedTotals()
+	}
+	// Read to the end, through the gzip trailer, so that a truncated file
+	// fails and the hash covers every byte.
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return nil, inputErr(src.URI, "truncated or corrupt: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, raw); err != nil {
+		return nil, inputErr(src.URI, "%v", err)
+	}
+	in.Hash = hex.EncodeToString(raw.h.Sum(nil))
+	in.Bytes = raw.n
+	return in, nil
+}
+
+// choose picks the format named in opt, or the first that recognises head.
+// An empty input has format "empty" and no rows.
+func choose(uri, name string, head []byte, opt *Options) (Format, error) {
+	if opt.Format != "" {
+		f, ok := formatByName(opt.Format)
+		if !ok {
+			return Format{}, inputErr(uri, "unknown format %q (known: %s)", opt.Format, strings.Join(FormatNames(), ", "))
+		}
+		return f, nil
+	}
+	if len(bytes.TrimSpace(head)) == 0 {
+		return Format{Name: "empty"}, nil
+	}
+	for _, f := range Formats {
+		if f.Detect(name, head) {
+			return f, nil
+		}
+	}
+	first, _, _ := bytes.Cut(head, []byte("\n"))
+	if len(first) > 120 {
+		first = first[:120]
+	}
+	return Format{}, inputErr(uri, "unrecognized format (it starts %q); pass --format with one of %s, or --format csv with --mapping FILE",
+		strings.TrimSpace(string(first)), strings.Join(FormatNames(), ", "))
+}
+
+// hashingReader hashes and counts the bytes read through it.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (r *hashingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.h.Write(p[:n])
+	r.n += int64(n)
+	return n, err
+}
+
+type totalKey struct {
+	cur  string
+	kind reconcile.Kind
+}
+
+// countingSink accounts for every row a parser reports, sets provenance,
+// and passes evidence and rejections on.
+type countingSink struct {
+	in      *Input
+	out     Sink
+	uri     string
+	totals  map[totalKey]*Total
+	sinkErr error // set when out failed, so the parse error is not the input's
+}
+
+func (s *countingSink) pass(err error) error {
+	if err != nil {
+		s.sinkErr = err
+	}
+	return err
+}
+
+func (s *countingSink) Evidence(e *reconcile.Evidence) error {
+	s.in.Rows++
+	s.in.Evidence++
+	e.URI = s.uri
+	k := totalKey{e.Amount.Currency, e.Kind}
+	t := s.totals[k]
+	if t == nil {
+		t = &Total{Currency: k.cur, Kind: k.kind}
+		s.totals[k] = t
+	}
+	t.Count++
+	t.AmountMinor += e.Amount.Minor
+	return s.pass(s.out.Evidence(e))
+}
+
+func (s *countingSink) Reject(line int, raw, reason string) error {
+	s.in.Rows++
+	s.in.Rejected++
+	return s.pass(s.out.Reject(&reconcile.Rejected{URI: s.uri, Line: line, Reason: reason, Raw: raw}))
+}
+
+func (s *countingSink) Ignore(line int, reason string) error {
+	s.in.Rows++
+	s.in.Ignored++
+	if s.in.Ignores == nil {
+		s.in.Ignores = map[string]int{}
+	}
+	if _, ok := s.in.Ignores[reason]; !ok && len(s.in.Ignores) >= maxIgnoreReasons {
+		reason = "other reasons"
+	}
+	s.in.Ignores[reason]++
+	return nil
+}
+
+func (s *countingSink) sortedTotals() []Total {
+	out := make([]Total, 0, len(s.totals))
+	for _, t := range s.totals {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Currency != out[j].Currency {
+			return out[i].Currency < out[j].Currency
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return out
+}

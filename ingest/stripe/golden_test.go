@@ -1,0 +1,68 @@
+package stripe
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+	_ "time/tzdata" // Europe/Berlin without relying on the system's zoneinfo
+)
+
+// TestGolden parses each fixture in testdata and compares every sink call,
+// and the error, with its .golden file. go test -update rewrites them.
+func TestGolden(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		file  string
+		parse parseFunc
+	}{
+		{"itemized_balance_change.csv", itemized(ItemizedOptions{})},
+		{"itemized_payout_reconciliation.csv", itemized(ItemizedOptions{Location: berlin})},
+		{"itemized_excel_semicolon.csv", itemized(ItemizedOptions{DecimalComma: true})},
+		{"itemized_missing_columns.csv", itemized(ItemizedOptions{})},
+		{"events.jsonl", events},
+		{"events_array.json", events},
+		{"events_cli.json", events},
+		{"events_array_truncated.json", events},
+		{"events_array_syntax.json", events},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, err := run(t, tc.parse, data)
+			golden(t, tc.file+".golden", render(calls, err))
+		})
+	}
+}
+
+// TestDetect checks each fixture against both detectors.
+func TestDetect(t *testing.T) {
+	for _, tc := range []struct {
+		file             string
+		itemized, events bool
+	}{
+		{"itemized_balance_change.csv", true, false},
+		{"itemized_payout_reconciliation.csv", true, false},
+		{"itemized_excel_semicolon.csv", true, false},
+		{"itemized_missing_columns.csv", false, false},
+		{"events.jsonl", false, true},
+		{"events_array.json", false, true},
+		{"events_cli.json", false, true},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DetectItemized(tc.file, data); got != tc.itemized {
+			t.Errorf("DetectItemized(%s) = %v, want %v", tc.file, got, tc.itemized)
+		}
+		if got := DetectEvents(tc.file, data); got != tc.events {
+			t.Errorf("DetectEvents(%s) = %v, want %v", tc.file, got, tc.events)
+		}
+	}
+}

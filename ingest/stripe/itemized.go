@@ -1,0 +1,411 @@
+package stripe
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"reconcile"
+	"reconcile/ingest/tabular"
+)
+
+// ItemizedOptions configures ParseItemized. The zero value reads a report
+// as Stripe writes it, with local times in UTC.
+type ItemizedOptions struct {
+	// Location is the time zone the report was run in (a dashboard setting),
+	// used for the local-time "created" column when there is no
+	// "created_utc". Nil means UTC.
+	Location *time.Location
+	// DecimalComma reads amounts written with a decimal comma ("1.234,56"),
+	// as a spreadsheet in a European locale re-saves a report. Stripe itself
+	// always writes a decimal point.
+	DecimalComma bool
+}
+
+// categoryKinds maps the reporting categories we know to kinds. The set is
+// open at Stripe's end: anything else becomes KindOther with its name kept.
+var categoryKinds = map[string]reconcile.Kind{
+	"charge":                   reconcile.KindCharge,
+	"charge_failure":           reconcile.KindCharge, // a charge that later failed (ACH, SEPA): same ch_, marked Failed
+	"refund":                   reconcile.KindRefund,
+	"refund_failure":           reconcile.KindRefund, // the refund's money coming back: positive, marked Failed
+	"dispute":                  reconcile.KindDispute,
+	"dispute_reversal":         reconcile.KindDispute,
+	"fee":                      reconcile.KindFee,
+	"network_cost":             reconcile.KindFee,
+	"payout":                   reconcile.KindPayout,
+	"payout_reversal":          reconcile.KindPayout,
+	"transfer":                 reconcile.KindTransfer,
+	"transfer_reversal":        reconcile.KindTransfer,
+	"topup":                    reconcile.KindTransfer,
+	"topup_reversal":           reconcile.KindTransfer,
+	"adjustment":               reconcile.KindAdjustment,
+	"other_adjustment":         reconcile.KindAdjustment,
+	"partial_capture_reversal": reconcile.KindAdjustment, // shares the charge's id: as a charge it would look like a duplicate
+}
+
+// failedCategories are the categories that say an earlier transaction with
+// the same source id did not happen after all.
+var failedCategories = map[string]bool{"charge_failure": true, "refund_failure": true}
+
+// itemizedColumns holds the position of each column we read, -1 when absent.
+type itemizedColumns struct {
+	width                                       int
+	txn, source, charge, intent                 int
+	createdUTC, created                         int
+	currency, gross, fee, category, description int
+	payout, account                             int
+	paymentKey, refundKey, transferKey          int
+	ids                                         []metaColumn // id columns a spreadsheet may mangle
+	meta                                        []metaColumn
+}
+
+// metaColumn is a named column at position i.
+type metaColumn struct {
+	name string
+	i    int
+}
+
+// mapItemized finds the columns of an itemized report by name and names
+// every required one that is missing.
+func mapItemized(h *tabular.Header) (*itemizedColumns, error) {
+	c := &itemizedColumns{
+		width:       len(h.Names),
+		txn:         h.Index("balance_transaction_id"),
+		source:      h.Index("source_id"),
+		charge:      h.Index("charge_id"),
+		intent:      h.Index("payment_intent_id"),
+		createdUTC:  h.Index("created_utc"),
+		created:     h.Index("created"),
+		currency:    h.Index("currency"),
+		gross:       h.Index("gross"),
+		fee:         h.Index("fee"),
+		category:    h.Index("reporting_category"),
+		description: h.Index("description"),
+		payout:      h.Index("automatic_payout_id"),
+		account:     h.Index("connected_account_id"),
+		paymentKey:  h.Index("payment_metadata[effect_key]"),
+		refundKey:   h.Index("refund_metadata[effect_key]"),
+		transferKey: h.Index("transfer_metadata[effect_key]"),
+	}
+	var missing []string
+	for _, req := range []struct {
+		name string
+		i    int
+	}{
+		{"currency", c.currency},
+		{"gross", c.gross},
+		{"reporting_category", c.category},
+		{"created_utc or created", max(c.createdUTC, c.created)},
+		{"balance_transaction_id or source_id", max(c.txn, c.source)},
+	} {
+		if req.i < 0 {
+			missing = append(missing, req.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("not a Stripe itemized report: missing required column(s) %s", strings.Join(missing, ", "))
+	}
+	for _, n := range []string{"balance_transaction_id", "source_id", "charge_id", "payment_intent_id",
+		"payment_metadata[effect_key]", "refund_metadata[effect_key]", "transfer_metadata[effect_key]"} {
+		if i := h.Index(n); i >= 0 {
+			c.ids = append(c.ids, metaColumn{name: n, i: i})
+		}
+	}
+	for i, n := range h.Names {
+		if strings.Contains(n, "_metadata[") && strings.HasSuffix(n, "]") {
+			c.meta = append(c.meta, metaColumn{name: n, i: i})
+		}
+	}
+	return c, nil
+}
+
+// DetectItemized reports whether a file looks like a Stripe itemized
+// balance report: its header names reporting_category, gross and currency,
+// or the file is called *itemized* and its header has a gross column.
+func DetectItemized(name string, head []byte) bool {
+	line := firstLine(head)
+	cols := map[string]bool{}
+	for _, f := range strings.Split(string(line), string(tabular.Sniff(line))) {
+		cols[strings.ToLower(strings.Trim(strings.TrimSpace(f), `"`))] = true
+	}
+	if cols["reporting_category"] && cols["gross"] && cols["currency"] {
+		return true
+	}
+	return strings.Contains(strings.ToLower(name), "itemized") && cols["gross"]
+}
+
+// ParseItemized reads a Stripe itemized report ("Balance change from
+// activity", "Payout reconciliation", "Ending balance reconciliation") and
+// sends one outcome per data row to sink. Columns are found by name, in any
+// order. A missing required column, a header that is not CSV or a read error
+// stops the parse with an error naming the line.
+func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink reconcile.RowSink) error {
+	loc := opt.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	sep := byte('.')
+	if opt.DecimalComma {
+		sep = ','
+	}
+	rd, err := tabular.NewReader(r, 0)
+	if err != nil {
+		return fmt.Errorf("line 1: %w", err)
+	}
+	rec, line, err := rd.Read()
+	switch {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("line 1: empty file: a Stripe itemized report starts with a header row")
+	case err != nil:
+		return fmt.Errorf("line %d: header row: %w", max(line, 1), err)
+	}
+	cols, err := mapItemized(tabular.NewHeader(rec))
+	if err != nil {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	p := itemizedParser{cols: cols, loc: loc, sep: sep, comma: rd.Comma, currencies: map[string]currencyInfo{}}
+	last := line
+	for rows := 0; ; rows++ {
+		if err := cancelled(ctx, rows); err != nil {
+			return err
+		}
+		rec, line, err = rd.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			// encoding/csv does not hand back the text it could not parse.
+			reason := fmt.Sprintf("malformed CSV quoting at line %d, column %d: %v", pe.Line, pe.Column, pe.Err)
+			if err := sink.Reject(line, "", reason); err != nil {
+				return err
+			}
+			last = pe.Line
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: %w", last+1, err)
+		}
+		last = line
+		if err := p.row(rec, line, sink); err != nil {
+			return err
+		}
+	}
+}
+
+// itemizedParser holds what every row of one report is read with.
+type itemizedParser struct {
+	cols       *itemizedColumns
+	loc        *time.Location
+	sep        byte
+	comma      rune
+	currencies map[string]currencyInfo // a report holds few currencies; looking each up costs
+}
+
+// currencyInfo is a currency column value's meaning, or why it has none.
+type currencyInfo struct {
+	code string
+	exp  int
+	err  error
+}
+
+// currency normalizes a currency code and finds its exponent, remembering
+// the answers for the first few codes seen.
+func (p *itemizedParser) currency(s string) (string, int, error) {
+	if ci, ok := p.currencies[s]; ok {
+		return ci.code, ci.exp, ci.err
+	}
+	var ci currencyInfo
+	ci.code, ci.err = reconcile.NormalizeCurrency(s)
+	if ci.err == nil {
+		ci.exp, ci.err = reconcile.Exponent(provider, ci.code)
+	}
+	if len(p.currencies) < 64 {
+		p.currencies[s] = ci
+	}
+	return ci.code, ci.exp, ci.err
+}
+
+// row turns one data record into its outcome.
+func (p *itemizedParser) row(rec []string, line int, sink reconcile.RowSink) error {
+	c := p.cols
+	if blank(rec) {
+		return sink.Ignore(line, "empty row: every field is blank")
+	}
+	raw := tabular.Join(rec, p.comma)
+	if len(rec) < c.width {
+		return sink.Reject(line, raw, fmt.Sprintf("short row: %d fields where the header has %d", len(rec), c.width))
+	}
+	if len(rec) > c.width && !blank(rec[c.width:]) {
+		return sink.Reject(line, raw, fmt.Sprintf("long row: %d fields where the header has %d (a delimiter inside an unquoted field?)", len(rec), c.width))
+	}
+	get := func(i int) string {
+		if i < 0 {
+			return ""
+		}
+		return strings.TrimSpace(rec[i])
+	}
+	for _, id := range c.ids {
+		if v := get(id.i); reconcile.Mangled(v) {
+			return sink.Reject(line, raw, fmt.Sprintf("column %s: %q is in scientific notation: a spreadsheet mangled the id; export the report again without opening it in a spreadsheet", id.name, v))
+		}
+	}
+	cur, exp, err := p.currency(get(c.currency))
+	if err != nil {
+		return sink.Reject(line, raw, "column currency: "+err.Error())
+	}
+	gross, err := parseAmount(get(c.gross), exp, p.sep)
+	if err != nil {
+		return sink.Reject(line, raw, fmt.Sprintf("column gross: %v", err))
+	}
+	var fee int64
+	if v := get(c.fee); v != "" {
+		if fee, err = parseAmount(v, exp, p.sep); err != nil {
+			return sink.Reject(line, raw, fmt.Sprintf("column fee: %v", err))
+		}
+	}
+	at, reason := p.time(rec)
+	if reason != "" {
+		return sink.Reject(line, raw, reason)
+	}
+
+	category := get(c.category)
+	norm := strings.ToLower(category)
+	kind, ok := categoryKinds[norm]
+	if !ok {
+		kind = reconcile.KindOther
+	}
+	e := &reconcile.Evidence{
+		Provider:      provider,
+		TxID:          get(c.source),
+		Kind:          kind,
+		RawKind:       category,
+		Amount:        reconcile.Money{Minor: gross, Currency: cur},
+		Fee:           fee,
+		Time:          at,
+		Failed:        failedCategories[norm],
+		PaymentIntent: get(c.intent),
+		Description:   get(c.description),
+		Line:          line,
+		Raw:           raw,
+	}
+	charge := get(c.charge)
+	if e.TxID == "" && kind == reconcile.KindCharge {
+		e.TxID = charge
+	}
+	if charge != e.TxID {
+		e.ParentTxID = charge
+	}
+	// payment_metadata is the charge's, refund_metadata and
+	// transfer_metadata the row's own when it is a refund or transfer.
+	switch kind {
+	case reconcile.KindCharge:
+		e.EffectKey = get(c.paymentKey)
+	case reconcile.KindRefund:
+		e.EffectKey, e.ParentEffectKey = get(c.refundKey), get(c.paymentKey)
+	case reconcile.KindTransfer:
+		e.EffectKey = get(c.transferKey)
+	default:
+		e.ParentEffectKey = get(c.paymentKey)
+	}
+	e.Metadata = p.metadata(rec)
+	return sink.Evidence(e)
+}
+
+// time reads the row's creation time, or says why it cannot.
+func (p *itemizedParser) time(rec []string) (time.Time, string) {
+	c := p.cols
+	if c.createdUTC >= 0 {
+		if v := strings.TrimSpace(rec[c.createdUTC]); v != "" {
+			t, err := parseReportTime(v, time.UTC)
+			if err != nil {
+				return t, fmt.Sprintf("column created_utc: %q is not a date and time like 2006-01-02 15:04:05", v)
+			}
+			return t, ""
+		}
+	}
+	if c.created < 0 {
+		return time.Time{}, "column created_utc is empty"
+	}
+	v := strings.TrimSpace(rec[c.created])
+	if v == "" {
+		return time.Time{}, "column created is empty"
+	}
+	t, err := parseReportTime(v, p.loc)
+	if err != nil {
+		return t, fmt.Sprintf("column created: %q is not a date and time like 2006-01-02 15:04:05", v)
+	}
+	return t, ""
+}
+
+// metadata keeps the metadata columns under their full names, and the row's
+// balance transaction, payout and connected account, which have no field of
+// their own in Evidence. It returns nil when there is nothing to keep.
+func (p *itemizedParser) metadata(rec []string) map[string]string {
+	var m map[string]string
+	put := func(k, v string) {
+		if v = strings.TrimSpace(v); v == "" {
+			return
+		}
+		if m == nil {
+			m = make(map[string]string)
+		}
+		m[k] = v
+	}
+	c := p.cols
+	for _, f := range []struct {
+		k string
+		i int
+	}{{"balance_transaction_id", c.txn}, {"automatic_payout_id", c.payout}, {"connected_account_id", c.account}} {
+		if f.i >= 0 {
+			put(f.k, rec[f.i])
+		}
+	}
+	for _, mc := range c.meta {
+		put(mc.name, rec[mc.i])
+	}
+	return m
+}
+
+// parseAmount is reconcile.ParseMinor, except that text that is no number
+// at all ("ten", "12.3.4") is called that, not scientific notation or too
+// many decimals.
+func parseAmount(s string, exp int, sep byte) (int64, error) {
+	t := strings.TrimLeft(strings.TrimSpace(s), "+-")
+	if !reconcile.Mangled(t) && (strings.Trim(t, "0123456789.,") != "" || strings.Count(t, string(sep)) > 1) {
+		return 0, fmt.Errorf("amount %q is not a number", s)
+	}
+	return reconcile.ParseMinor(s, exp, sep)
+}
+
+// reportLayouts are the ways a report's times are written: Stripe's own, and
+// ISO 8601 as other tools re-save them. A layout without a zone is read in
+// the report's time zone.
+var reportLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", time.RFC3339}
+
+func parseReportTime(s string, loc *time.Location) (time.Time, error) {
+	var err error
+	for _, l := range reportLayouts {
+		var t time.Time
+		if t, err = time.ParseInLocation(l, s, loc); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, err
+}
+
+// blank reports whether every field is empty or spaces, as in the trailing
+// ",,,," rows a spreadsheet leaves behind.
+func blank(rec []string) bool {
+	for _, f := range rec {
+		if strings.TrimSpace(f) != "" {
+			return false
+		}
+	}
+	return true
+}
