@@ -200,15 +200,14 @@ func allDigits(s, also string) bool {
 // original digits are lost, so the row cannot be trusted. The explicit
 // exponent sign keeps alphanumeric references such as 8815E12345 apart.
 func Mangled(s string) bool {
-	s = strings.TrimSpace(s)
-	s = strings.TrimLeft(s, "+-")
-	mant, exp, ok := strings.Cut(strings.ToUpper(s), "E")
-	if !ok || len(exp) < 2 || (exp[0] != '+' && exp[0] != '-') || !allDigits(exp[1:], "") {
+	e := strings.IndexAny(s, "eE") // most values have none: return before any work
+	if e < 1 || e+2 >= len(s) || (s[e+1] != '+' && s[e+1] != '-') {
 		return false
 	}
+	mant, exp := strings.TrimLeft(strings.TrimSpace(s[:e]), "+-"), strings.TrimSpace(s[e+2:])
 	whole, frac, dot := strings.Cut(mant, ".")
 	if !dot {
 		whole, frac, dot = strings.Cut(mant, ",")
 	}
-	return allDigits(whole, "") && (!dot || allDigits(frac, ""))
+	return allDigits(exp, "") && allDigits(whole, "") && (!dot || allDigits(frac, ""))
 }

@@ -1,0 +1,250 @@
+package matcher
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"reconcile"
+)
+
+// classify decides the class of one effect from the transactions linked to
+// it. due is true when the effect is older than its provider's cutoff, so
+// that its evidence should have been seen by now.
+func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Discrepancy {
+	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount}
+	var seen []reconcile.Transaction
+	for _, tx := range linked {
+		if !tx.Failed { // a failed refund or charge moved no money
+			seen = append(seen, *tx)
+		}
+	}
+	d.Transactions = seen
+	kind, _ := ExpectedKind(e.Step)
+	comp := IsCompensation(e)
+	switch {
+	case len(seen) == 0 && !due:
+		d.Class = reconcile.Pending
+		d.Reason = fmt.Sprintf("no %s at %s yet; the effect is newer than the cutoff", kind, e.Provider)
+	case len(seen) == 0 && comp:
+		d.Class = reconcile.Escalated
+		d.Reason = fmt.Sprintf("compensation missing: no %s at %s by the cutoff; a person decides", kind, e.Provider)
+		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Escalated)}
+	case len(seen) == 0:
+		d.Class = reconcile.Missing
+		d.Reason = fmt.Sprintf("no %s at %s by the cutoff: redeliver under the original key", kind, e.Provider)
+		d.Actions = []reconcile.Action{{Kind: reconcile.Redeliver, Key: e.Key, Target: e.Key, Outcome: reconcile.OutcomePlanned,
+			Amount: reconcile.Money{Minor: e.Amount, Currency: e.Currency}}}
+	case len(seen) == 1:
+		tx := seen[0]
+		d.ObservedMinor = abs(tx.Amount.Minor)
+		if d.Currency == "" {
+			d.Currency = tx.Amount.Currency
+		}
+		if (e.HasAmount && abs(tx.Amount.Minor) != e.Amount) || (e.Currency != "" && !strings.EqualFold(tx.Amount.Currency, e.Currency)) {
+			d.Class = reconcile.Mismatched
+			d.Reason = fmt.Sprintf("%s %s moved %s; the request was %s", kind, tx.ID, money(abs(tx.Amount.Minor), tx.Amount.Currency), money(e.Amount, e.Currency))
+			if comp {
+				d.Class = reconcile.Escalated
+				d.Reason = "compensation mismatched: " + d.Reason
+			}
+			d.Actions = []reconcile.Action{escalate(e.Key, d.Class)}
+			break
+		}
+		d.Class = reconcile.Confirmed
+		d.Reason = fmt.Sprintf("%s %s seen once, as requested", kind, tx.ID)
+	default:
+		keep := keeper(e, seen)
+		var ids []string
+		for _, tx := range seen {
+			ids = append(ids, tx.ID)
+			d.ObservedMinor += abs(tx.Amount.Minor)
+		}
+		if comp {
+			d.Class = reconcile.Escalated
+			d.Reason = fmt.Sprintf("compensation duplicated: %d refunds at %s (%s); nobody compensates a compensation, a person decides",
+				len(seen), e.Provider, strings.Join(ids, ", "))
+			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Escalated)}
+			break
+		}
+		d.Class = reconcile.Duplicated
+		why := "the earliest"
+		if seen[keep].ID == e.ExternalID || seen[keep].PaymentIntent == e.ExternalID && e.ExternalID != "" {
+			why = "the ledger's external id"
+		}
+		d.Reason = fmt.Sprintf("%s seen %d times at %s (%s); keeping %s (%s), compensating the other %d",
+			kind, len(seen), e.Provider, strings.Join(ids, ", "), seen[keep].ID, why, len(seen)-1)
+		for i, tx := range seen {
+			if i == keep {
+				continue
+			}
+			d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Compensate, Key: CompensationKey(e.Key, tx.ID), Target: tx.ID,
+				Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
+		}
+	}
+	return d
+}
+
+// keeper picks the transaction a duplicated effect keeps: the one the
+// ledger's external id names, else the earliest. seen is in a stable order.
+func keeper(e *Effect, seen []reconcile.Transaction) int {
+	best := -1
+	for i, tx := range seen {
+		named := e.ExternalID != "" && (tx.ID == e.ExternalID || tx.PaymentIntent == e.ExternalID)
+		if !named {
+			continue
+		}
+		if best < 0 || earlier(&tx, &seen[best]) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	best = 0
+	for i := range seen {
+		if earlier(&seen[i], &seen[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+func earlier(a, b *reconcile.Transaction) bool {
+	if !a.Time.Equal(b.Time) {
+		return a.Time.Before(b.Time)
+	}
+	return a.ID < b.ID
+}
+
+// unexpectedMoney is the finding for a transaction no effect links to.
+func unexpectedMoney(tx *reconcile.Transaction, pageFrom map[string]int64) reconcile.Discrepancy {
+	d := reconcile.Discrepancy{Class: reconcile.Unexpected, Provider: tx.Provider, Currency: tx.Amount.Currency,
+		ObservedMinor: abs(tx.Amount.Minor), Transactions: []reconcile.Transaction{*tx}}
+	d.Reason = fmt.Sprintf("%s %s of %s links to no effect of ours", tx.Kind, tx.ID, money(abs(tx.Amount.Minor), tx.Amount.Currency))
+	if tx.ParentKey != "" {
+		d.Reason += fmt.Sprintf(" (it belongs to %s)", tx.ParentKey)
+	}
+	if from, ok := pageFrom[tx.Amount.Currency]; ok && abs(tx.Amount.Minor) >= from {
+		d.Actions = []reconcile.Action{escalate(tx.Provider+":"+tx.ID, reconcile.Unexpected)}
+	}
+	return d
+}
+
+func escalate(subject string, c reconcile.Class) reconcile.Action {
+	return reconcile.Action{Kind: reconcile.Escalate, Key: EscalationKey(subject, c), Target: subject, Outcome: reconcile.OutcomePlanned}
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+func money(minor int64, cur string) string {
+	if cur == "" {
+		return fmt.Sprintf("%d (minor units)", minor)
+	}
+	return reconcile.Money{Minor: minor, Currency: cur}.String()
+}
+
+// Transactions merges evidence records that describe the same provider
+// transaction (a webhook and a settlement line, a webhook delivered twice, a
+// reissued report line) into one, in a stable order. Records are the same
+// transaction when they share provider, kind and id; a record with no id is
+// matched to its payment intent's charge when one is known, and is a
+// transaction of its own otherwise (two malformed rows never merge).
+func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
+	recs := make([]*reconcile.Evidence, len(evidence))
+	for i := range evidence {
+		recs[i] = &evidence[i]
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		a, b := recs[i], recs[j]
+		if a.URI != b.URI {
+			return a.URI < b.URI
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Raw+a.TxID < b.Raw+b.TxID
+	})
+	chargeOfIntent := map[string]string{}
+	for _, r := range recs {
+		if r.Kind == reconcile.KindCharge && r.TxID != "" && r.PaymentIntent != "" {
+			if _, ok := chargeOfIntent[r.Provider+"\x00"+r.PaymentIntent]; !ok {
+				chargeOfIntent[r.Provider+"\x00"+r.PaymentIntent] = r.TxID
+			}
+		}
+	}
+	type key struct {
+		provider string
+		kind     reconcile.Kind
+		id       string
+	}
+	index := map[key]int{}
+	var out []reconcile.Transaction
+	for _, r := range recs {
+		id := r.TxID
+		if id == "" && r.PaymentIntent != "" {
+			if ch, ok := chargeOfIntent[r.Provider+"\x00"+r.PaymentIntent]; ok && r.Kind == reconcile.KindCharge {
+				id = ch
+			} else {
+				id = r.PaymentIntent
+			}
+		}
+		if id == "" {
+			id = fmt.Sprintf("%s:%d", r.URI, r.Line) // a record of its own
+			if _, dup := index[key{r.Provider, r.Kind, id}]; dup {
+				id = fmt.Sprintf("%s:%d#%d", r.URI, r.Line, len(out))
+			}
+		}
+		k := key{r.Provider, r.Kind, id}
+		i, ok := index[k]
+		if !ok {
+			index[k] = len(out)
+			out = append(out, reconcile.Transaction{Provider: r.Provider, ID: id, Kind: r.Kind, Amount: r.Amount, Time: r.Time, Pending: true})
+			i = len(out) - 1
+		}
+		merge(&out[i], r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		if a.Provider != b.Provider {
+			return a.Provider < b.Provider
+		}
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Kind < b.Kind
+	})
+	return out
+}
+
+// merge folds one more record of a transaction into it: the first record's
+// amount stands, links are taken from the first record that has them, the
+// earliest time wins, any failure fails it, and it is pending only while
+// every record says so.
+func merge(tx *reconcile.Transaction, r *reconcile.Evidence) {
+	tx.Records++
+	tx.Failed = tx.Failed || r.Failed
+	tx.Pending = tx.Pending && r.Pending
+	if !r.Time.IsZero() && (tx.Time.IsZero() || r.Time.Before(tx.Time)) {
+		tx.Time = r.Time
+	}
+	first := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	if r.EffectKey != "" {
+		i := sort.SearchStrings(tx.EffectKeys, r.EffectKey)
+		if i == len(tx.EffectKeys) || tx.EffectKeys[i] != r.EffectKey {
+			tx.EffectKeys = append(tx.EffectKeys[:i], append([]string{r.EffectKey}, tx.EffectKeys[i:]...)...)
+		}
+	}
+	first(&tx.ParentKey, r.ParentEffectKey)
+	first(&tx.PaymentIntent, r.PaymentIntent)
+	first(&tx.ParentTxID, r.ParentTxID)
+}

@@ -1,0 +1,203 @@
+// Package matcher classifies effects against the providers' evidence. It is a
+// pure function: the same effects and evidence give the same
+// classifications and the same action keys, whatever the order of the input
+// files or rows. No I/O, no clock.
+package matcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"reconcile"
+)
+
+// Effect is what the matcher needs of a ledger row.
+type Effect struct {
+	Key        string
+	Provider   string
+	Step       string
+	Status     reconcile.Status
+	ExternalID string
+	CreatedAt  time.Time
+	// Amount and Currency are the request's amount (minor units) and
+	// currency, upper case. HasAmount is false when the request names no
+	// amount (a full refund), and then only the currency is compared.
+	Amount    int64
+	HasAmount bool
+	Currency  string
+}
+
+// FromLedger reads what the matcher needs from a ledger row.
+func FromLedger(e *reconcile.Effect) (Effect, error) {
+	out := Effect{Key: e.Key, Provider: e.Provider, Step: e.Step, Status: e.Status, ExternalID: e.ExternalID, CreatedAt: e.CreatedAt}
+	var req struct {
+		Amount   *json.Number `json:"amount"`
+		Currency string       `json:"currency"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(e.Request))
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		return out, fmt.Errorf("effect %s: request: %w", e.Key, err)
+	}
+	if req.Amount != nil {
+		n, err := req.Amount.Int64()
+		if err != nil {
+			return out, fmt.Errorf("effect %s: request amount %s is not an integer of minor units", e.Key, *req.Amount)
+		}
+		out.Amount, out.HasAmount = n, true
+	}
+	out.Currency = strings.ToUpper(strings.TrimSpace(req.Currency))
+	return out, nil
+}
+
+// ExpectedKind is the kind of provider transaction an effect's step makes,
+// and false for a step that leaves no money evidence (an email).
+func ExpectedKind(step string) (reconcile.Kind, bool) {
+	switch step {
+	case "charge", "capture":
+		return reconcile.KindCharge, true
+	case "refund", "compensate":
+		return reconcile.KindRefund, true
+	case "payout":
+		return reconcile.KindPayout, true
+	}
+	return "", false
+}
+
+// IsCompensation reports whether an effect is a compensation (depth 1):
+// nobody compensates it; when it is in doubt a person is paged.
+func IsCompensation(e *Effect) bool { return e.Step == "compensate" }
+
+// CompensationKey is the key of the compensation that undoes transaction
+// txID of the effect keyed effectKey. It is derived only from recorded
+// facts, so every run, crash or replica derives the same key.
+func CompensationKey(effectKey, txID string) string {
+	return effectKey + ":compensate:" + txID
+}
+
+// EscalationKey is the pager's dedup key for a finding about subject (an
+// effect key, or provider/transaction for unexpected money).
+func EscalationKey(subject string, c reconcile.Class) string {
+	return subject + ":escalate:" + string(c)
+}
+
+// Input is everything one classification looks at.
+type Input struct {
+	// Effects are the effects in scope, and every effect the evidence may
+	// link to.
+	Effects []Effect
+	// Evidence is this run's evidence and the earlier evidence linked to the
+	// effects in scope.
+	Evidence []reconcile.Evidence
+	// Cutoff, per provider: an effect created after it with no evidence is
+	// pending, not missing. A provider absent from the map has no cutoff:
+	// its effects without evidence are pending.
+	Cutoff map[string]time.Time
+	// Scope says which providers and kinds the inputs cover. An effect whose
+	// provider and expected kind the inputs do not cover is out of scope:
+	// no evidence of it could have been seen.
+	Scope map[Coverage]bool
+	// EscalateUnexpected gives, per currency, the amount in minor units
+	// from which unexpected money is paged; a currency absent is never paged.
+	EscalateUnexpected map[string]int64
+}
+
+// Coverage is one provider and kind that the inputs report on.
+type Coverage struct {
+	Provider string
+	Kind     reconcile.Kind
+}
+
+// Result is the classification of every effect in scope and of every
+// unexpected transaction, in a stable order.
+type Result struct {
+	Discrepancies []reconcile.Discrepancy
+	// OutOfScope counts effects whose step leaves no evidence (an email) or
+	// whose provider and kind the inputs do not cover.
+	OutOfScope int
+}
+
+// Count returns how many discrepancies have class c.
+func (r *Result) Count(c reconcile.Class) int {
+	n := 0
+	for i := range r.Discrepancies {
+		if r.Discrepancies[i].Class == c {
+			n++
+		}
+	}
+	return n
+}
+
+// Match classifies in.Effects against in.Evidence.
+func Match(in *Input) *Result {
+	txs := Transactions(in.Evidence)
+	effects := make([]Effect, len(in.Effects))
+	copy(effects, in.Effects)
+	sort.Slice(effects, func(i, j int) bool { return effects[i].Key < effects[j].Key })
+
+	byKey := make(map[string]int, len(effects))
+	byExternal := make(map[string]int, len(effects))
+	for i := range effects {
+		byKey[effects[i].Key] = i
+		if id := effects[i].ExternalID; id != "" {
+			byExternal[effects[i].Provider+"\x00"+id] = i
+		}
+	}
+	linked := make([][]*reconcile.Transaction, len(effects))
+	res := &Result{}
+	var unexpected []*reconcile.Transaction
+	for i := range txs {
+		tx := &txs[i]
+		if e, ok := link(tx, effects, byKey, byExternal); ok {
+			linked[e] = append(linked[e], tx)
+		} else if tx.Kind == reconcile.KindCharge || tx.Kind == reconcile.KindRefund {
+			unexpected = append(unexpected, tx)
+		}
+	}
+	for i := range effects {
+		e := &effects[i]
+		kind, ok := ExpectedKind(e.Step)
+		if !ok || (len(linked[i]) == 0 && !in.Scope[Coverage{e.Provider, kind}]) {
+			res.OutOfScope++
+			continue
+		}
+		if len(linked[i]) == 0 && e.Status == reconcile.StatusAbandoned {
+			res.OutOfScope++ // closed by a decision, and nothing says otherwise
+			continue
+		}
+		cutoff, hasCutoff := in.Cutoff[e.Provider]
+		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], hasCutoff && !e.CreatedAt.After(cutoff)))
+	}
+	for _, tx := range unexpected {
+		res.Discrepancies = append(res.Discrepancies, unexpectedMoney(tx, in.EscalateUnexpected))
+	}
+	return res
+}
+
+// link finds the effect a transaction belongs to: by effect key first, then
+// by the provider's ids against the ledger's external ids. A link only holds
+// when the effect's step makes transactions of the transaction's kind.
+func link(tx *reconcile.Transaction, effects []Effect, byKey, byExternal map[string]int) (int, bool) {
+	fits := func(i int) bool {
+		k, ok := ExpectedKind(effects[i].Step)
+		return ok && k == tx.Kind && effects[i].Provider == tx.Provider
+	}
+	for _, k := range tx.EffectKeys {
+		if i, ok := byKey[k]; ok && fits(i) {
+			return i, true
+		}
+	}
+	for _, id := range []string{tx.ID, tx.PaymentIntent, tx.ParentTxID} {
+		if id == "" {
+			continue
+		}
+		if i, ok := byExternal[tx.Provider+"\x00"+id]; ok && fits(i) {
+			return i, true
+		}
+	}
+	return 0, false
+}
