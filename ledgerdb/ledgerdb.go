@@ -48,10 +48,10 @@ type Store interface {
 	// Orphans lists every orphan recorded, oldest first.
 	Orphans(ctx context.Context) ([]reconcile.Orphan, error)
 
-	// SourceSeen reports whether content with this hash, or an S3 object
-	// with this ETag, is in the manifest already. Empty arguments match
-	// nothing.
-	SourceSeen(ctx context.Context, hash, etag string) (bool, error)
+	// FindSource returns the manifest entry of content with this hash, or
+	// of an S3 object with this ETag, or reconcile.ErrNotFound. Empty
+	// arguments match nothing.
+	FindSource(ctx context.Context, hash, etag string) (*SourceRecord, error)
 	// IngestSource writes one source in one transaction. fill streams the
 	// source's evidence and rejected rows into the writer it is given and
 	// returns the source's account; the manifest entry is completed last.
@@ -62,6 +62,26 @@ type Store interface {
 	Sources(ctx context.Context) ([]SourceRecord, error)
 	// SourceRows returns what IngestSource wrote for a source, in order.
 	SourceRows(ctx context.Context, sourceID int64) (*SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error)
+
+	// EvidenceOf returns the evidence of the given sources.
+	EvidenceOf(ctx context.Context, sourceIDs []int64) ([]reconcile.Evidence, error)
+	// LinkedEvidence returns the evidence outside the given sources that
+	// names one of the effect keys (EffectKey) or provider ids (TxID,
+	// PaymentIntent, ParentTxID): what earlier runs saw of those effects.
+	LinkedEvidence(ctx context.Context, p *LinkParams) ([]reconcile.Evidence, error)
+	// ScopeEffects returns the effects a run classifies: every effect not
+	// finally reconciled (and not abandoned), and every effect whose key or
+	// external id is among p's.
+	ScopeEffects(ctx context.Context, p *LinkParams) ([]reconcile.Effect, error)
+	// RecordFindings writes a run's findings in one transaction: a finding
+	// row for each discrepancy other than confirmed, the state of every
+	// classified effect (confirmed is final), and, for each confirmed
+	// effect still attempted, its confirmation with the transaction's id,
+	// conditional on the row still being attempted so that a concurrent
+	// change by the application is never overwritten.
+	RecordFindings(ctx context.Context, p *FindingsParams) (*FindingsResult, error)
+	// Findings returns a run's findings in the order they were recorded.
+	Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error)
 
 	// StartRun records a run as running.
 	StartRun(ctx context.Context, p *StartRunParams) (*reconcile.Run, error)
@@ -161,4 +181,59 @@ type FinishRunParams struct {
 	ID     string
 	Status reconcile.RunStatus // succeeded or failed
 	Result json.RawMessage
+}
+
+// LinkParams name effects by key and by provider id.
+type LinkParams struct {
+	Keys []string // effect keys
+	IDs  []string // provider ids: external ids of effects, transaction ids of evidence
+	// ExcludeSources leaves these sources' evidence out (LinkedEvidence).
+	ExcludeSources []int64
+}
+
+// FindingsParams are a run's findings.
+type FindingsParams struct {
+	RunID         string
+	Discrepancies []reconcile.Discrepancy
+}
+
+// FindingsResult says what recording the findings changed in the ledger.
+type FindingsResult struct {
+	// Confirmed counts attempted effects that evidence confirmed and that
+	// are now confirmed with the transaction's id.
+	Confirmed int
+}
+
+// ConfirmingID is the external id an attempted effect is confirmed with when
+// evidence confirms it: the payment intent for a charge made through one
+// (what applications record for Stripe), else the transaction's own id.
+func ConfirmingID(tx *reconcile.Transaction) string {
+	if tx.PaymentIntent != "" {
+		return tx.PaymentIntent
+	}
+	return tx.ID
+}
+
+// FindingRow is a discrepancy as the finding table stores it.
+type FindingRow struct {
+	Transactions []byte // JSON
+	Actions      []byte // JSON
+}
+
+// EncodeFinding turns a discrepancy's transactions and actions into JSON.
+func EncodeFinding(d *reconcile.Discrepancy) (FindingRow, error) {
+	txs, err := json.Marshal(d.Transactions)
+	if err != nil {
+		return FindingRow{}, err
+	}
+	acts, err := json.Marshal(d.Actions)
+	return FindingRow{Transactions: txs, Actions: acts}, err
+}
+
+// DecodeFinding fills a discrepancy's transactions and actions from JSON.
+func DecodeFinding(d *reconcile.Discrepancy, txs, acts []byte) error {
+	if err := json.Unmarshal(txs, &d.Transactions); err != nil {
+		return err
+	}
+	return json.Unmarshal(acts, &d.Actions)
 }

@@ -88,13 +88,13 @@ func testIngestWritesRowsAndManifest(e *env) {
 		e.t.Errorf("rejected rows (-want +got):\n%s", diff)
 	}
 	for _, q := range [][2]string{{"h1", ""}, {"", "etag-h1"}, {"h1", "other"}} {
-		if seen, err := e.store.SourceSeen(e.ctx, q[0], q[1]); err != nil || !seen {
-			e.t.Errorf("SourceSeen(%q, %q) = %v, %v; want true", q[0], q[1], seen, err)
+		if got, err := e.store.FindSource(e.ctx, q[0], q[1]); err != nil || got.ID != res.SourceID {
+			e.t.Errorf("FindSource(%q, %q) = %+v, %v; want source %d", q[0], q[1], got, err, res.SourceID)
 		}
 	}
 	for _, q := range [][2]string{{"h2", ""}, {"", ""}, {"", "etag-h2"}} {
-		if seen, err := e.store.SourceSeen(e.ctx, q[0], q[1]); err != nil || seen {
-			e.t.Errorf("SourceSeen(%q, %q) = %v, %v; want false", q[0], q[1], seen, err)
+		if got, err := e.store.FindSource(e.ctx, q[0], q[1]); !errors.Is(err, reconcile.ErrNotFound) {
+			e.t.Errorf("FindSource(%q, %q) = %+v, %v; want ErrNotFound", q[0], q[1], got, err)
 		}
 	}
 }
@@ -126,7 +126,7 @@ func testIngestFailureRollsBackEverything(e *env) {
 	if got := e.sources(); len(got) != 0 {
 		e.t.Errorf("manifest after a failed ingest = %+v, want empty", got)
 	}
-	if seen, _ := e.store.SourceSeen(e.ctx, "h1", "etag-h1"); seen {
+	if _, err := e.store.FindSource(e.ctx, "h1", "etag-h1"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("a failed ingest left its content marked as seen")
 	}
 	if res, err := e.ingest(e.store, "h1", 10, nil, 0); err != nil || res.Duplicate {

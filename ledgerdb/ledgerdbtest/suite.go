@@ -70,6 +70,10 @@ func Exercise(t *testing.T, open Opener) {
 		{"IngestSameContentTwiceAddsNothing", testIngestSameContentTwiceAddsNothing},
 		{"IngestFailureRollsBackEverything", testIngestFailureRollsBackEverything},
 		{"ConcurrentIngestOfOneSourceWritesItOnce", testConcurrentIngestOnce},
+		{"ScopeFollowsOpenEffectsAndNewEvidence", testScopeFollowsOpenEffectsAndNewEvidence},
+		{"FindingsConfirmAttemptedEffectsWithoutOverwritingTheApplication", testFindingsConfirmAttemptedEffects},
+		{"FindingsRoundTrip", testFindingsRoundTrip},
+		{"LinkedEvidenceFindsEarlierEvidence", testLinkedEvidence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

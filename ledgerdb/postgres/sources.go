@@ -14,12 +14,14 @@ import (
 	"reconcile/ledgerdb"
 )
 
-// SourceSeen implements ledgerdb.Store.
-func (s *Store) SourceSeen(ctx context.Context, hash, etag string) (bool, error) {
-	var seen bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE (hash = $1 AND $1 <> '') OR (etag = $2 AND $2 <> ''))`,
-		hash, etag).Scan(&seen)
-	return seen, err
+// FindSource implements ledgerdb.Store.
+func (s *Store) FindSource(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
+	r, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source
+		WHERE (hash = $1 AND $1 <> '') OR (etag = $2 AND $2 <> '') ORDER BY id LIMIT 1`, hash, etag))
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id", "kind", "raw_kind", "amount_minor", "currency",
@@ -122,36 +124,11 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
-		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw
-		FROM evidence WHERE source_id = $1 ORDER BY seq`, id)
+	evidence, err := s.queryEvidence(ctx, `WHERE ev.source_id = $1`, id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	evidence, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Evidence, error) {
-		var (
-			e    reconcile.Evidence
-			kind string
-			at   *time.Time
-			md   []byte
-		)
-		err := r.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
-			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw)
-		e.Kind, e.URI, e.SourceHash = reconcile.Kind(kind), rec.URI, rec.Hash
-		if at != nil {
-			e.Time = at.UTC()
-		}
-		if md != nil {
-			if err := json.Unmarshal(md, &e.Metadata); err != nil {
-				return e, err
-			}
-		}
-		return e, err
-	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	rows, err = s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq`, id)
+	rows, err := s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq`, id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -161,4 +138,38 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 		return x, err
 	})
 	return &rec, evidence, rejected, err
+}
+
+// queryEvidence returns the evidence rows that where selects (ev is the
+// evidence table), in source and row order, with their provenance.
+func (s *Store) queryEvidence(ctx context.Context, where string, args ...any) ([]reconcile.Evidence, error) {
+	rows, err := s.pool.Query(ctx, `SELECT ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency,
+		ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent,
+		ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, coalesce(src.hash, '')
+		FROM evidence ev JOIN source src ON src.id = ev.source_id `+where+` ORDER BY ev.source_id, ev.seq`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Evidence, error) {
+		var (
+			e    reconcile.Evidence
+			kind string
+			at   *time.Time
+			md   []byte
+		)
+		err := r.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
+			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw,
+			&e.URI, &e.SourceHash)
+		if err != nil {
+			return e, err
+		}
+		e.Kind = reconcile.Kind(kind)
+		if at != nil {
+			e.Time = at.UTC()
+		}
+		if md != nil {
+			err = json.Unmarshal(md, &e.Metadata)
+		}
+		return e, err
+	})
 }

@@ -12,7 +12,7 @@ import (
 
 const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at`
 
-func scanEffect(row *sql.Row) (*reconcile.Effect, error) {
+func scanEffect(row scanner) (*reconcile.Effect, error) {
 	var (
 		e                  reconcile.Effect
 		status, req        string

@@ -14,12 +14,14 @@ import (
 	"reconcile/ledgerdb"
 )
 
-// SourceSeen implements ledgerdb.Store.
-func (s *Store) SourceSeen(ctx context.Context, hash, etag string) (bool, error) {
-	var seen bool
-	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE (hash = ?1 AND ?1 <> '') OR (etag = ?2 AND ?2 <> ''))`,
-		hash, etag).Scan(&seen)
-	return seen, err
+// FindSource implements ledgerdb.Store.
+func (s *Store) FindSource(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
+	r, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source
+		WHERE (hash = ?1 AND ?1 <> '') OR (etag = ?2 AND ?2 <> '') ORDER BY id LIMIT 1`, hash, etag))
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // IngestSource implements ledgerdb.Store: batched inserts through prepared
@@ -129,39 +131,8 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
-		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw
-		FROM evidence WHERE source_id = ? ORDER BY seq`, id)
+	evidence, err := s.queryEvidence(ctx, `WHERE ev.source_id = ?`, id)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	var evidence []reconcile.Evidence
-	for rows.Next() {
-		var (
-			e      reconcile.Evidence
-			kind   string
-			at, md sql.NullString
-		)
-		if err := rows.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
-			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw); err != nil {
-			rows.Close()
-			return nil, nil, nil, err
-		}
-		e.Kind, e.URI, e.SourceHash = reconcile.Kind(kind), rec.URI, rec.Hash
-		if e.Time, err = parseTS(at); err != nil {
-			rows.Close()
-			return nil, nil, nil, err
-		}
-		if md.Valid {
-			if err := json.Unmarshal([]byte(md.String), &e.Metadata); err != nil {
-				rows.Close()
-				return nil, nil, nil, err
-			}
-		}
-		evidence = append(evidence, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, nil, nil, err
 	}
 	rrows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ? ORDER BY seq`, id)
@@ -178,4 +149,41 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 		rejected = append(rejected, x)
 	}
 	return &rec, evidence, rejected, rrows.Err()
+}
+
+// queryEvidence returns the evidence rows that where selects (ev is the
+// evidence table), in source and row order, with their provenance.
+func (s *Store) queryEvidence(ctx context.Context, where string, args ...any) ([]reconcile.Evidence, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency,
+		ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent,
+		ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, coalesce(src.hash, '')
+		FROM evidence ev JOIN source src ON src.id = ev.source_id `+where+` ORDER BY ev.source_id, ev.seq`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []reconcile.Evidence
+	for rows.Next() {
+		var (
+			e      reconcile.Evidence
+			kind   string
+			at, md sql.NullString
+		)
+		if err := rows.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
+			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw,
+			&e.URI, &e.SourceHash); err != nil {
+			return nil, err
+		}
+		e.Kind = reconcile.Kind(kind)
+		if e.Time, err = parseTS(at); err != nil {
+			return nil, err
+		}
+		if md.Valid {
+			if err := json.Unmarshal([]byte(md.String), &e.Metadata); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }

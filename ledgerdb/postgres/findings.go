@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// EvidenceOf implements ledgerdb.Store.
+func (s *Store) EvidenceOf(ctx context.Context, sourceIDs []int64) ([]reconcile.Evidence, error) {
+	return s.queryEvidence(ctx, `WHERE ev.source_id = ANY($1)`, sourceIDs)
+}
+
+// LinkedEvidence implements ledgerdb.Store.
+func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
+	return s.queryEvidence(ctx, `WHERE NOT ev.source_id = ANY($3) AND (
+		(ev.effect_key <> '' AND ev.effect_key = ANY($1)) OR (ev.tx_id <> '' AND ev.tx_id = ANY($2))
+		OR (ev.payment_intent <> '' AND ev.payment_intent = ANY($2)) OR (ev.parent_tx_id <> '' AND ev.parent_tx_id = ANY($2)))`,
+		nonNil(p.Keys), nonNil(p.IDs), nonNilIDs(p.ExcludeSources))
+}
+
+// ScopeEffects implements ledgerdb.Store.
+func (s *Store) ScopeEffects(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Effect, error) {
+	rows, err := s.pool.Query(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response, e.created_at, e.confirmed_at FROM effect e LEFT JOIN effect_state st ON st.key = e.key
+		WHERE (st.final IS NOT TRUE AND e.status <> 'abandoned') OR e.key = ANY($1) OR e.external_id = ANY($2)
+		ORDER BY e.key`, nonNil(p.Keys), nonNil(p.IDs))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Effect, error) {
+		e, err := scanEffect(r)
+		if err != nil {
+			return reconcile.Effect{}, err
+		}
+		return *e, nil
+	})
+}
+
+// RecordFindings implements ledgerdb.Store.
+func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
+	res := &ledgerdb.FindingsResult{}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		now := s.now()
+		var finding [][]any
+		var states [][]any
+		for i := range p.Discrepancies {
+			d := &p.Discrepancies[i]
+			if d.Class != reconcile.Confirmed {
+				row, err := ledgerdb.EncodeFinding(d)
+				if err != nil {
+					return err
+				}
+				finding = append(finding, []any{p.RunID, len(finding) + 1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
+					d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason})
+			}
+			if d.EffectKey == "" {
+				continue
+			}
+			states = append(states, []any{d.EffectKey, string(d.Class), d.Class == reconcile.Confirmed, p.RunID, now})
+			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
+				continue
+			}
+			tag, err := tx.Exec(ctx, `UPDATE effect SET status = 'confirmed', external_id = coalesce(external_id, $2), confirmed_at = $3
+				WHERE key = $1 AND status = 'attempted'`, d.EffectKey, ledgerdb.ConfirmingID(&d.Transactions[0]), now)
+			if err != nil {
+				return err
+			}
+			res.Confirmed += int(tag.RowsAffected())
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
+			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromRows(finding)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE state_in (LIKE effect_state) ON COMMIT DROP`); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at"}, pgx.CopyFromRows(states)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
+			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id, classified_at = EXCLUDED.classified_at`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record findings of run %s: %w", p.RunID, err)
+	}
+	return res, nil
+}
+
+// Findings implements ledgerdb.Store.
+func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
+	rows, err := s.pool.Query(ctx, `SELECT class, effect_key, provider, currency, expected_minor, observed_minor, transactions, actions, reason
+		FROM finding WHERE run_id = $1 ORDER BY seq`, runID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Discrepancy, error) {
+		var (
+			d          reconcile.Discrepancy
+			class      string
+			txs, actns []byte
+		)
+		if err := r.Scan(&class, &d.EffectKey, &d.Provider, &d.Currency, &d.ExpectedMinor, &d.ObservedMinor, &txs, &actns, &d.Reason); err != nil {
+			return d, err
+		}
+		d.Class = reconcile.Class(class)
+		return d, ledgerdb.DecodeFinding(&d, txs, actns)
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilIDs(s []int64) []int64 {
+	if s == nil {
+		return []int64{}
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// jsonList passes a list as one JSON array parameter, read in SQL with
+// json_each: SQLite has no array parameters.
+func jsonList[T any](v []T) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// EvidenceOf implements ledgerdb.Store.
+func (s *Store) EvidenceOf(ctx context.Context, sourceIDs []int64) ([]reconcile.Evidence, error) {
+	return s.queryEvidence(ctx, `WHERE ev.source_id IN (SELECT value FROM json_each(?))`, jsonList(sourceIDs))
+}
+
+// LinkedEvidence implements ledgerdb.Store.
+func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
+	return s.queryEvidence(ctx, `WHERE ev.source_id NOT IN (SELECT value FROM json_each(?3)) AND (
+		(ev.effect_key <> '' AND ev.effect_key IN (SELECT value FROM json_each(?1)))
+		OR (ev.tx_id <> '' AND ev.tx_id IN (SELECT value FROM json_each(?2)))
+		OR (ev.payment_intent <> '' AND ev.payment_intent IN (SELECT value FROM json_each(?2)))
+		OR (ev.parent_tx_id <> '' AND ev.parent_tx_id IN (SELECT value FROM json_each(?2))))`,
+		jsonList(p.Keys), jsonList(p.IDs), jsonList(p.ExcludeSources))
+}
+
+// ScopeEffects implements ledgerdb.Store.
+func (s *Store) ScopeEffects(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Effect, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response,
+		e.created_at, e.confirmed_at FROM effect e LEFT JOIN effect_state st ON st.key = e.key
+		WHERE (coalesce(st.final, 0) = 0 AND e.status <> 'abandoned')
+		   OR e.key IN (SELECT value FROM json_each(?1)) OR e.external_id IN (SELECT value FROM json_each(?2))
+		ORDER BY e.key`, jsonList(p.Keys), jsonList(p.IDs))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []reconcile.Effect
+	for rows.Next() {
+		e, err := scanEffect(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
+	}
+	return out, rows.Err()
+}
+
+// RecordFindings implements ledgerdb.Store.
+func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
+	res := &ledgerdb.FindingsResult{}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := ts(s.now())
+		insFinding, err := tx.PrepareContext(ctx, `INSERT INTO finding (run_id, seq, class, effect_key, provider, currency,
+			expected_minor, observed_minor, transactions, actions, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insFinding.Close()
+		upState, err := tx.PrepareContext(ctx, `INSERT INTO effect_state (key, class, final, run_id, classified_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET class = excluded.class, final = excluded.final, run_id = excluded.run_id, classified_at = excluded.classified_at`)
+		if err != nil {
+			return err
+		}
+		defer upState.Close()
+		confirm, err := tx.PrepareContext(ctx, `UPDATE effect SET status = 'confirmed', external_id = coalesce(external_id, ?), confirmed_at = ?
+			WHERE key = ? AND status = 'attempted'`)
+		if err != nil {
+			return err
+		}
+		defer confirm.Close()
+		seq := 0
+		for i := range p.Discrepancies {
+			d := &p.Discrepancies[i]
+			if d.Class != reconcile.Confirmed {
+				row, err := ledgerdb.EncodeFinding(d)
+				if err != nil {
+					return err
+				}
+				seq++
+				if _, err := insFinding.ExecContext(ctx, p.RunID, seq, string(d.Class), d.EffectKey, d.Provider, d.Currency,
+					d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason); err != nil {
+					return err
+				}
+			}
+			if d.EffectKey == "" {
+				continue
+			}
+			if _, err := upState.ExecContext(ctx, d.EffectKey, string(d.Class), d.Class == reconcile.Confirmed, p.RunID, now); err != nil {
+				return err
+			}
+			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
+				continue
+			}
+			r, err := confirm.ExecContext(ctx, ledgerdb.ConfirmingID(&d.Transactions[0]), now, d.EffectKey)
+			if err != nil {
+				return err
+			}
+			n, _ := r.RowsAffected()
+			res.Confirmed += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record findings of run %s: %w", p.RunID, err)
+	}
+	return res, nil
+}
+
+// Findings implements ledgerdb.Store.
+func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT class, effect_key, provider, currency, expected_minor, observed_minor, transactions, actions, reason
+		FROM finding WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []reconcile.Discrepancy
+	for rows.Next() {
+		var (
+			d          reconcile.Discrepancy
+			class      string
+			txs, actns string
+		)
+		if err := rows.Scan(&class, &d.EffectKey, &d.Provider, &d.Currency, &d.ExpectedMinor, &d.ObservedMinor, &txs, &actns, &d.Reason); err != nil {
+			return nil, err
+		}
+		d.Class = reconcile.Class(class)
+		if err := ledgerdb.DecodeFinding(&d, []byte(txs), []byte(actns)); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,34 @@
+-- Where each effect stands after the latest run that classified it. A final
+-- row (confirmed) is not read again unless new evidence links to it, so the
+-- nightly cost follows the new evidence and the open effects, not the
+-- ledger's history.
+CREATE TABLE effect_state (
+  key           TEXT PRIMARY KEY REFERENCES effect (key),
+  class         TEXT NOT NULL,
+  final         INTEGER NOT NULL,
+  run_id        TEXT NOT NULL,
+  classified_at TEXT NOT NULL
+);
+CREATE INDEX effect_state_open ON effect_state (key) WHERE final = 0;
+
+-- Every finding of every run: an effect's class (other than confirmed), or
+-- an unexpected transaction, with the transactions and planned actions.
+CREATE TABLE finding (
+  run_id         TEXT NOT NULL REFERENCES run (id),
+  seq            INTEGER NOT NULL,
+  class          TEXT NOT NULL,
+  effect_key     TEXT NOT NULL,
+  provider       TEXT NOT NULL,
+  currency       TEXT NOT NULL,
+  expected_minor INTEGER NOT NULL,
+  observed_minor INTEGER NOT NULL,
+  transactions   TEXT NOT NULL,
+  actions        TEXT NOT NULL,
+  reason         TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+
+CREATE INDEX evidence_effect_key ON evidence (effect_key) WHERE effect_key <> '';
+CREATE INDEX evidence_tx_id ON evidence (tx_id) WHERE tx_id <> '';
+CREATE INDEX evidence_payment_intent ON evidence (payment_intent) WHERE payment_intent <> '';
+CREATE INDEX effect_external_id ON effect (external_id) WHERE external_id IS NOT NULL;
