@@ -64,7 +64,7 @@ Examples:
 				if check {
 					input, err = ingest.Read(ctx, src, opt, c)
 				} else {
-					input, err = persist(ctx, store, src, opt, c)
+					input, _, err = persist(ctx, store, src, opt, c)
 				}
 				if err != nil {
 					if ctx.Err() != nil {
@@ -98,21 +98,26 @@ Examples:
 }
 
 // persist ingests one source into the ledger, unless its content is there
-// already. Rejected rows also go to c, for the report.
-func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options, c *collectRejected) (*ingest.Input, error) {
+// already, and returns its account and its id in the manifest. Rejected
+// rows also go to c, for the report.
+func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options, c *collectRejected) (*ingest.Input, int64, error) {
 	var hash string
 	if src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	seen, err := store.SourceSeen(ctx, hash, src.ETag)
-	if err != nil {
-		return nil, err
+	already := func(rec *ledgerdb.SourceRecord) (*ingest.Input, int64, error) {
+		return &ingest.Input{URI: src.URI, Format: rec.Format, Hash: rec.Hash, ETag: src.ETag, Bytes: rec.Bytes, Rows: rec.Rows,
+			Evidence: rec.Evidence, Rejected: rec.Rejected, Ignored: rec.Ignored, AlreadyIngested: true, Totals: []ingest.Total{}}, rec.ID, nil
 	}
-	if seen {
-		return &ingest.Input{URI: src.URI, Hash: hash, ETag: src.ETag, AlreadyIngested: true, Totals: []ingest.Total{}}, nil
+	rec, err := store.FindSource(ctx, hash, src.ETag)
+	if err == nil {
+		return already(rec)
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, 0, err
 	}
 	var input *ingest.Input
 	res, err := store.IngestSource(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
@@ -126,13 +131,16 @@ func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *
 				Evidence: input.Evidence, Rejected: input.Rejected, Ignored: input.Ignored}, nil
 		})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if res.Duplicate { // another process ingested the same content meanwhile
 		c.rows = nil
-		return &ingest.Input{URI: src.URI, Hash: input.Hash, ETag: src.ETag, AlreadyIngested: true, Totals: []ingest.Total{}}, nil
+		if rec, err = store.FindSource(ctx, input.Hash, src.ETag); err != nil {
+			return nil, 0, err
+		}
+		return already(rec)
 	}
-	return input, nil
+	return input, res.SourceID, nil
 }
 
 // teeRejected writes to the ledger and keeps rejected rows for the report.

@@ -1,0 +1,455 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"reconcile"
+	"reconcile/ingest"
+	"reconcile/ledgerdb"
+	"reconcile/matcher"
+)
+
+// runFlags are the flags of `reconcile run`.
+type runFlags struct {
+	in       inputFlags
+	asOf     string
+	lag      time.Duration
+	apply    bool
+	jsonPath string
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] INPUT...",
+		Short: "Reconcile the ledger against provider files: classify every effect and plan the repairs",
+		Long: `run reads the inputs into the ledger as evidence (content already ingested is not read
+again), classifies every effect in scope (confirmed, duplicated, missing, pending, mismatched)
+and every provider transaction no effect links to (unexpected), records the findings in the
+ledger, and prints a summary. Without --apply it changes nothing outside the ledger: it prints
+the plan, the refunds and redeliveries it would make.
+
+An effect is in scope when it is not yet finally reconciled, or when this run's evidence links to
+it. The cutoff is the end of each provider's evidence (or --as-of) minus --lag: an effect newer
+than the cutoff with no evidence is pending, not missing.
+
+Exit status: 0 reconciled and nothing needs a person; 3 reconciled and something needs a person
+(a mismatched or escalated effect, unexpected money, a refused action); 2 usage error or an
+unreadable input (nothing changed); 1 any other failure.
+
+Examples:
+  reconcile run settlements/2026-11-28.itemized.csv
+  reconcile run --ledger postgres://reconcile@db/payments --json result.json s3://finance/stripe/2026/11/`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error { return a.run(cmd.Context(), &f, args) },
+	}
+	f.in.add(cmd)
+	a.addLedgerFlag(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.asOf, "as-of", "", "pin the end of the evidence's coverage (RFC 3339 time or YYYY-MM-DD, UTC) instead of taking it from the evidence")
+	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
+	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries (not available in this release)")
+	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
+	return cmd
+}
+
+// result is the JSON result of a run: the contract of DESIGN section 8.
+type result struct {
+	RunID         string         `json:"run_id"`
+	AsOf          string         `json:"as_of"`
+	Applied       bool           `json:"applied"`
+	Counts        map[string]int `json:"counts"`
+	OutOfScope    int            `json:"out_of_scope"`
+	Inputs        []inputResult  `json:"inputs"`
+	Discrepancies []discrepancy  `json:"discrepancies"`
+	Rejected      []rejectedRow  `json:"rejected"`
+}
+
+type inputResult struct {
+	URI             string `json:"uri"`
+	Format          string `json:"format"`
+	Rows            int    `json:"rows"`
+	Evidence        int    `json:"evidence"`
+	Rejected        int    `json:"rejected"`
+	Ignored         int    `json:"ignored"`
+	AlreadyIngested bool   `json:"already_ingested,omitempty"`
+}
+
+type discrepancy struct {
+	Class         reconcile.Class `json:"class"`
+	EffectKey     string          `json:"effect_key"`
+	Provider      string          `json:"provider"`
+	Currency      string          `json:"currency"`
+	ExpectedMinor int64           `json:"expected_minor"`
+	ObservedMinor int64           `json:"observed_minor"`
+	Transactions  []string        `json:"transactions"`
+	Actions       []action        `json:"actions"`
+	Reason        string          `json:"reason"`
+}
+
+type action struct {
+	Kind    reconcile.ActionKind `json:"kind"`
+	Key     string               `json:"key"`
+	Target  string               `json:"target"`
+	Outcome reconcile.Outcome    `json:"outcome"`
+}
+
+func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
+	if f.apply {
+		return usageError("--apply is not available in this release: run without it to record the findings and see the plan")
+	}
+	asOf, err := parseAsOf(f.asOf)
+	if err != nil {
+		return err
+	}
+	opt, err := f.in.options()
+	if err != nil {
+		return err
+	}
+	srcs, err := f.in.sources(ctx, args, os.Stdin)
+	if err != nil {
+		return inputFailure(err)
+	}
+	srcs, cleanup, err := spoolStdin(srcs)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	// An input that cannot be read at all stops the run before it changes
+	// anything, so every new input is read once before any is written.
+	for _, src := range srcs {
+		if err := checkReadable(ctx, store, src, opt); err != nil {
+			return inputFailure(err)
+		}
+	}
+
+	runID := newRunID(time.Now())
+	argsJSON, _ := json.Marshal(map[string]any{"inputs": args, "as_of": f.asOf, "lag": f.lag.String()})
+	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: runID, Args: argsJSON}); err != nil {
+		return err
+	}
+	res, err := a.reconcile(ctx, store, runID, srcs, opt, asOf, f.lag)
+	status := reconcile.RunSucceeded
+	var resJSON []byte
+	if err != nil {
+		status = reconcile.RunFailed
+	} else {
+		resJSON, _ = json.Marshal(res)
+	}
+	if _, ferr := store.FinishRun(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: runID, Status: status, Result: resJSON}); ferr != nil && err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if f.jsonPath != "" {
+		if err := a.writeJSON(f.jsonPath, res); err != nil {
+			return err
+		}
+	}
+	if f.jsonPath != "-" {
+		printRun(a.stdout, res)
+	}
+	if needsPerson(res) {
+		return &exitError{code: exitPerson, err: fmt.Errorf("run %s: %d mismatched, %d escalated, %d unexpected: a person should look",
+			runID, res.Counts[string(reconcile.Mismatched)], res.Counts[string(reconcile.Escalated)], res.Counts[string(reconcile.Unexpected)])}
+	}
+	return nil
+}
+
+// reconcile ingests, matches and records one run.
+func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, opt *ingest.Options,
+	asOf time.Time, lag time.Duration) (*result, error) {
+	res := &result{RunID: runID, Counts: map[string]int{}, Inputs: []inputResult{}, Discrepancies: []discrepancy{}, Rejected: []rejectedRow{}}
+	var sourceIDs []int64
+	for _, src := range srcs {
+		c := &collectRejected{}
+		in, id, err := persist(ctx, store, src, opt, c)
+		if err != nil {
+			return nil, err
+		}
+		if in.AlreadyIngested { // report its rejected rows as the first run did
+			_, _, rej, err := store.SourceRows(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rej {
+				c.Reject(&r)
+			}
+		}
+		sourceIDs = append(sourceIDs, id)
+		res.Inputs = append(res.Inputs, inputResult{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
+			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested})
+		res.Rejected = append(res.Rejected, c.rows...)
+	}
+	evidence, err := store.EvidenceOf(ctx, sourceIDs)
+	if err != nil {
+		return nil, err
+	}
+	scope, cutoff := matcher.Window(evidence, asOf, lag)
+	res.AsOf = coverageEnd(asOf, cutoff, lag)
+
+	link := &ledgerdb.LinkParams{}
+	for i := range evidence {
+		e := &evidence[i]
+		link.Keys = appendNonEmpty(link.Keys, e.EffectKey)
+		link.IDs = appendNonEmpty(link.IDs, e.TxID, e.PaymentIntent, e.ParentTxID)
+	}
+	ledgerEffects, err := store.ScopeEffects(ctx, link)
+	if err != nil {
+		return nil, err
+	}
+	effects := make([]matcher.Effect, 0, len(ledgerEffects))
+	earlier := &ledgerdb.LinkParams{ExcludeSources: sourceIDs}
+	for i := range ledgerEffects {
+		e, err := matcher.FromLedger(&ledgerEffects[i])
+		if err != nil {
+			a.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
+		}
+		effects = append(effects, e)
+		earlier.Keys = append(earlier.Keys, e.Key)
+		earlier.IDs = appendNonEmpty(earlier.IDs, e.ExternalID)
+	}
+	before, err := store.LinkedEvidence(ctx, earlier)
+	if err != nil {
+		return nil, err
+	}
+	found := matcher.Match(&matcher.Input{Effects: effects, Evidence: append(evidence, before...), Cutoff: cutoff, Scope: scope})
+	found.Discrepancies = onlyThisRunsUnexpected(found.Discrepancies, evidence)
+	if _, err := store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: runID, Discrepancies: found.Discrepancies}); err != nil {
+		return nil, err
+	}
+	for _, c := range reconcile.Classes {
+		res.Counts[string(c)] = 0
+	}
+	for _, d := range found.Discrepancies {
+		res.Counts[string(d.Class)]++
+		if d.Class == reconcile.Confirmed {
+			continue
+		}
+		out := discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency,
+			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []action{}, Reason: d.Reason}
+		for _, t := range d.Transactions {
+			out.Transactions = append(out.Transactions, t.ID)
+		}
+		for _, x := range d.Actions {
+			out.Actions = append(out.Actions, action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome})
+		}
+		res.Discrepancies = append(res.Discrepancies, out)
+	}
+	res.OutOfScope = found.OutOfScope
+	a.log.Info("run recorded", "run", runID, "inputs", len(res.Inputs), "evidence", len(evidence), "effects", len(effects))
+	return res, nil
+}
+
+// onlyThisRunsUnexpected drops unexpected transactions that no record of
+// this run's inputs describes: earlier evidence read for context was
+// reported by the run that ingested it.
+func onlyThisRunsUnexpected(ds []reconcile.Discrepancy, evidence []reconcile.Evidence) []reconcile.Discrepancy {
+	mine := map[string]bool{}
+	for _, t := range matcher.Transactions(evidence) {
+		mine[t.Provider+"\x00"+t.ID] = true
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if d.Class != reconcile.Unexpected || mine[d.Provider+"\x00"+d.Transactions[0].ID] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func appendNonEmpty(list []string, vs ...string) []string {
+	for _, v := range vs {
+		if v != "" {
+			list = append(list, v)
+		}
+	}
+	return list
+}
+
+// checkReadable reads a source that is not in the ledger yet, writing
+// nothing, so that an unreadable input stops the run before anything
+// changes.
+func checkReadable(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options) error {
+	hash := ""
+	if src.Local() {
+		var err error
+		if hash, err = src.Hash(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := store.FindSource(ctx, hash, src.ETag); err == nil {
+		return nil
+	} else if !errors.Is(err, reconcile.ErrNotFound) {
+		return err
+	}
+	_, err := ingest.Read(ctx, src, opt, &collectRejected{})
+	return err
+}
+
+// spoolStdin copies standard input to a temporary file, so that it can be
+// read twice like any other input.
+func spoolStdin(srcs []ingest.Source) ([]ingest.Source, func(), error) {
+	cleanup := func() {}
+	for i, s := range srcs {
+		if s.URI != "-" {
+			continue
+		}
+		f, err := os.CreateTemp("", "reconcile-stdin-*")
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanup = func() { os.Remove(f.Name()) }
+		if _, err := io.Copy(f, os.Stdin); err != nil {
+			f.Close()
+			return nil, cleanup, fmt.Errorf("read standard input: %w", err)
+		}
+		f.Close()
+		spooled, err := ingest.Expand(context.Background(), []string{f.Name()}, nil, nil)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		srcs[i] = spooled[0]
+	}
+	return srcs, cleanup, nil
+}
+
+func parseAsOf(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, usageError("--as-of %q: want an RFC 3339 time (2026-11-28T00:00:00Z) or a date (2026-11-28)", s)
+}
+
+// coverageEnd is the as-of of the result: --as-of when given, else the
+// latest end of coverage over the providers.
+func coverageEnd(asOf time.Time, cutoff map[string]time.Time, lag time.Duration) string {
+	if !asOf.IsZero() {
+		return asOf.Format(time.RFC3339)
+	}
+	var end time.Time
+	for _, c := range cutoff {
+		if c.Add(lag).After(end) {
+			end = c.Add(lag)
+		}
+	}
+	if end.IsZero() {
+		return ""
+	}
+	return end.Format(time.RFC3339)
+}
+
+func newRunID(now time.Time) string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return "rec_" + now.UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b)
+}
+
+func needsPerson(r *result) bool {
+	if r.Counts[string(reconcile.Mismatched)]+r.Counts[string(reconcile.Escalated)]+r.Counts[string(reconcile.Unexpected)] > 0 {
+		return true
+	}
+	for _, d := range r.Discrepancies {
+		for _, x := range d.Actions {
+			if x.Outcome == reconcile.OutcomeRefused {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// printRun writes the summary for people: inputs, counts and money per class
+// and currency, and the actions.
+func printRun(w io.Writer, r *result) {
+	mode := "plan only: nothing was changed outside the ledger"
+	if r.Applied {
+		mode = "applied"
+	}
+	fmt.Fprintf(w, "run %s, as of %s (%s)\n\n", r.RunID, r.AsOf, mode)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INPUT\tFORMAT\tROWS\tEVIDENCE\tREJECTED\tIGNORED\t")
+	for _, in := range r.Inputs {
+		note := ""
+		if in.AlreadyIngested {
+			note = "(ingested before)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", in.URI, in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored, note)
+	}
+	tw.Flush()
+
+	type key struct {
+		class reconcile.Class
+		cur   string
+	}
+	money := map[key]int64{}
+	for _, d := range r.Discrepancies {
+		amount := d.ExpectedMinor
+		if d.Class == reconcile.Unexpected || d.Class == reconcile.Duplicated || d.Class == reconcile.Mismatched {
+			amount = d.ObservedMinor
+		}
+		money[key{d.Class, d.Currency}] += amount
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CLASS\tCOUNT\tMONEY\t")
+	for _, c := range reconcile.Classes {
+		var amounts []string
+		for k, v := range money {
+			if k.class == c {
+				amounts = append(amounts, reconcile.Money{Minor: v, Currency: k.cur}.String())
+			}
+		}
+		sort.Strings(amounts)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", c, r.Counts[string(c)], strings.Join(amounts, ", "))
+	}
+	tw.Flush()
+	if r.OutOfScope > 0 {
+		fmt.Fprintf(w, "out of scope: %d effects (no evidence of their kind in these inputs)\n", r.OutOfScope)
+	}
+	var acts []string
+	for _, d := range r.Discrepancies {
+		for _, x := range d.Actions {
+			acts = append(acts, fmt.Sprintf("  %-10s %-9s %s", x.Outcome, x.Kind, x.Key))
+		}
+	}
+	if len(acts) > 0 {
+		fmt.Fprintf(w, "\nactions:\n%s\n", strings.Join(acts, "\n"))
+	}
+	if len(r.Rejected) > 0 {
+		fmt.Fprintf(w, "\n%d rejected rows (see --json for all):\n", len(r.Rejected))
+		for i, x := range r.Rejected {
+			if i == 10 {
+				fmt.Fprintf(w, "  ...\n")
+				break
+			}
+			fmt.Fprintf(w, "  %s:%d: %s\n", x.URI, x.Line, x.Reason)
+		}
+	}
+}
+

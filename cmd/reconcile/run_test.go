@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/postgres/pgtest"
+)
+
+// settlement is a Stripe itemized report about the effects seedLedger
+// records: one charge seen once, one seen twice, one for another amount, a
+// charge no effect of ours made, and a fee.
+const settlement = "balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category,source_id,charge_id,payment_intent_id,payment_metadata[effect_key],refund_metadata[effect_key]\n" +
+	"txn_1,2026-11-01 09:00:00,eur,10.00,0.30,9.70,charge,ch_0,ch_0,pi_0,run_1:charge:0,\n" +
+	"txn_2,2026-11-01 10:00:00,eur,20.00,0.60,19.40,charge,ch_1a,ch_1a,pi_1,run_1:charge:1,\n" +
+	"txn_3,2026-11-01 11:00:00,eur,20.00,0.60,19.40,charge,ch_1b,ch_1b,pi_1b,run_1:charge:1,\n" +
+	"txn_4,2026-11-01 12:00:00,eur,45.00,1.35,43.65,charge,ch_4,ch_4,pi_4,run_1:charge:4,\n" +
+	"txn_5,2026-11-01 13:00:00,eur,99.00,2.97,96.03,charge,ch_u,ch_u,pi_u,,\n" +
+	"txn_6,2026-11-01 14:00:00,eur,12.3.4,0,0,charge,ch_bad,ch_bad,,run_1:charge:9,\n" +
+	"txn_7,2026-11-01 15:00:00,eur,-5.00,0.00,-5.00,refund,re_0,ch_0,pi_0,run_1:charge:0,run_1:refund:0\n" +
+	"txn_8,2026-11-03 00:00:00,eur,-0.50,0.00,-0.50,fee,,,,,\n"
+
+// seedLedger records the application's effects, as the application would:
+// created on 30 October, except one created after the cutoff.
+func seedLedger(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	created := time.Date(2026, 10, 30, 12, 0, 0, 0, time.UTC)
+	store, _, err := openLedger(ctx, url, ledgerdb.Config{Now: func() time.Time { return created }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rec := func(key, step, req string) {
+		if _, err := store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_1", Step: step, Provider: "stripe", Request: json.RawMessage(req)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, amount := range []int{1000, 2000, 3000, 0, 4000} {
+		key := fmt.Sprintf("run_1:charge:%d", i)
+		if i == 3 {
+			continue
+		}
+		rec(key, "charge", fmt.Sprintf(`{"amount": %d, "currency": "eur", "metadata": {"effect_key": %q}}`, amount, key))
+	}
+	rec("run_1:refund:0", "refund", `{"amount": 500, "currency": "eur", "charge": "ch_0"}`)
+	rec("run_1:charge:1:compensate:ch_old", "compensate", `{"amount": 2000, "currency": "eur", "charge": "ch_old"}`)
+	rec("run_1:notify_buyer:0", "notify_buyer", `{"to": "ana@example.org"}`)
+	later, _, err := openLedger(ctx, url, ledgerdb.Config{Now: func() time.Time { return time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	if _, err := later.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: "run_1:charge:3", RunID: "run_1", Step: "charge", Provider: "stripe",
+		Request: json.RawMessage(`{"amount": 500, "currency": "eur"}`)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type runResult struct {
+	RunID         string         `json:"run_id"`
+	AsOf          string         `json:"as_of"`
+	Applied       bool           `json:"applied"`
+	Counts        map[string]int `json:"counts"`
+	OutOfScope    int            `json:"out_of_scope"`
+	Inputs        []inputResult  `json:"inputs"`
+	Discrepancies []discrepancy  `json:"discrepancies"`
+	Rejected      []struct {
+		URI    string `json:"uri"`
+		Line   int    `json:"line"`
+		Reason string `json:"reason"`
+	} `json:"rejected"`
+}
+
+func runJSON(t *testing.T, args ...string) (int, runResult, string) {
+	t.Helper()
+	code, out, errOut := reconcileCmd(t, append([]string{"run", "--json", "-"}, args...)...)
+	var r runResult
+	if code == 0 || code == exitPerson {
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("run printed no JSON result (%v): %s\nstderr: %s", err, out, errOut)
+		}
+	}
+	return code, r, errOut
+}
+
+func testRunClassifiesAndPlans(t *testing.T, ledger string) {
+	seedLedger(t, ledger)
+	path := writeFile(t, "2026-11-01.itemized.csv", settlement)
+	code, r, errOut := runJSON(t, "--ledger", ledger, path)
+	if code != exitPerson {
+		t.Fatalf("exit %d, want %d (mismatched and unexpected need a person): %s", code, exitPerson, errOut)
+	}
+	wantCounts := map[string]int{"confirmed": 2, "duplicated": 1, "missing": 1, "pending": 1, "mismatched": 1, "unexpected": 1, "deferred": 0, "escalated": 1}
+	if diff := cmp.Diff(wantCounts, r.Counts); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if r.Applied || r.AsOf != "2026-11-03T00:00:00Z" || r.OutOfScope != 1 || !strings.HasPrefix(r.RunID, "rec_") {
+		t.Errorf("run_id %q as_of %q applied %v out_of_scope %d", r.RunID, r.AsOf, r.Applied, r.OutOfScope)
+	}
+	var got []string
+	for _, d := range r.Discrepancies {
+		var acts []string
+		for _, a := range d.Actions {
+			acts = append(acts, fmt.Sprintf("%s %s %s %s", a.Kind, a.Key, a.Target, a.Outcome))
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s %d %d %v %v", d.Class, d.EffectKey, d.Provider, d.Currency, d.ExpectedMinor, d.ObservedMinor, d.Transactions, acts))
+	}
+	sort.Strings(got)
+	want := []string{
+		"duplicated run_1:charge:1 stripe EUR 2000 4000 [ch_1a ch_1b] [compensate run_1:charge:1:compensate:ch_1b ch_1b planned]",
+		"escalated run_1:charge:1:compensate:ch_old stripe EUR 2000 0 [] [escalate run_1:charge:1:compensate:ch_old:escalate:escalated run_1:charge:1:compensate:ch_old planned]",
+		"mismatched run_1:charge:4 stripe EUR 4000 4500 [ch_4] [escalate run_1:charge:4:escalate:mismatched run_1:charge:4 planned]",
+		"missing run_1:charge:2 stripe EUR 3000 0 [] [redeliver run_1:charge:2 run_1:charge:2 planned]",
+		"pending run_1:charge:3 stripe EUR 500 0 [] []",
+		"unexpected  stripe EUR 0 9900 [ch_u] []",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("discrepancies (-want +got):\n%s", diff)
+	}
+	if len(r.Inputs) != 1 || r.Inputs[0].Rows != 8 || r.Inputs[0].Evidence != 7 || r.Inputs[0].Rejected != 1 {
+		t.Errorf("inputs = %+v", r.Inputs)
+	}
+	if len(r.Rejected) != 1 || r.Rejected[0].Line != 7 || r.Rejected[0].URI != path {
+		t.Errorf("rejected = %+v; want line 7 of %s", r.Rejected, path)
+	}
+
+	ctx := context.Background()
+	store, _, err := openLedger(ctx, ledger, ledgerdb.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e, err := store.Effect(ctx, "run_1:charge:0")
+	if err != nil || e.Status != "confirmed" || e.ExternalID != "pi_0" {
+		t.Errorf("run_1:charge:0 after the run = %+v, %v; want confirmed as pi_0", e, err)
+	}
+	findings, err := store.Findings(ctx, r.RunID)
+	if err != nil || len(findings) != 6 {
+		t.Errorf("recorded findings = %d, %v; want 6", len(findings), err)
+	}
+
+	// The same inputs again: the same result, and nothing new in the ledger.
+	code, again, _ := runJSON(t, "--ledger", ledger, path)
+	if code != exitPerson {
+		t.Errorf("second run exit %d", code)
+	}
+	if again.RunID == r.RunID || !again.Inputs[0].AlreadyIngested {
+		t.Errorf("second run: run id %s (first %s), input %+v", again.RunID, r.RunID, again.Inputs[0])
+	}
+	again.RunID, r.RunID = "", ""
+	again.Inputs[0].AlreadyIngested = false
+	if diff := cmp.Diff(r, again); diff != "" {
+		t.Errorf("second run on the same inputs differs (-first +second):\n%s", diff)
+	}
+	if srcs, err := store.Sources(ctx); err != nil || len(srcs) != 1 {
+		t.Errorf("sources after two runs = %d, %v; want 1", len(srcs), err)
+	}
+}
+
+func TestRunClassifiesAndPlansOnSQLite(t *testing.T) {
+	t.Parallel()
+	testRunClassifiesAndPlans(t, "sqlite:"+filepath.Join(t.TempDir(), "ledger.db"))
+}
+
+func TestRunClassifiesAndPlansOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
+		t.Fatal(errOut)
+	}
+	testRunClassifiesAndPlans(t, url)
+}
+
+// An input that cannot be read stops the run before it changes anything:
+// the readable input beside it is not ingested either.
+func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+	seedLedger(t, ledger)
+	good := writeFile(t, "good.itemized.csv", settlement)
+	bad := writeFile(t, "bad.csv.gz", "\x1f\x8b\x08\x00garbage")
+	code, _, errOut := reconcileCmd(t, "run", "--ledger", ledger, good, bad)
+	if code != exitUsage || !strings.Contains(errOut, bad) {
+		t.Errorf("exit %d, stderr %q; want %d naming %s", code, errOut, exitUsage, bad)
+	}
+	store, _, err := openLedger(context.Background(), ledger, ledgerdb.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if srcs, err := store.Sources(context.Background()); err != nil || len(srcs) != 0 {
+		t.Errorf("sources after a refused run = %+v, %v; want none", srcs, err)
+	}
+}
+
+// Without anything for a person, a run exits 0, even with planned repairs.
+func TestRunExitsZeroWhenNothingNeedsAPerson(t *testing.T) {
+	t.Parallel()
+	ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+	seedLedger(t, ledger)
+	lines := strings.Split(settlement, "\n")
+	clean := strings.Join([]string{lines[0], lines[1], lines[2], lines[3], lines[8]}, "\n") + "\n"
+	code, r, errOut := runJSON(t, "--ledger", ledger, "--as-of", "2026-11-03", writeFile(t, "clean.csv", clean))
+	if code != 0 {
+		t.Errorf("exit %d, want 0: %s", code, errOut)
+	}
+	if r.Counts["duplicated"] != 1 || r.Counts["missing"] != 2 || r.Counts["mismatched"] != 0 || r.OutOfScope != 3 {
+		t.Errorf("counts = %v", r.Counts)
+	}
+	if code, _, _ := reconcileCmd(t, "run", "--apply", "--ledger", ledger, writeFile(t, "x.csv", clean)); code != exitUsage {
+		t.Errorf("--apply in this release: exit %d, want %d", code, exitUsage)
+	}
+}
