@@ -452,4 +452,3 @@ func printRun(w io.Writer, r *result) {
 		}
 	}
 }
-
