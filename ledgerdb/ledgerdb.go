@@ -27,6 +27,10 @@ type Store interface {
 	Confirm(ctx context.Context, p *ConfirmParams) (*reconcile.Effect, error)
 	// Abandon closes an attempted effect by an explicit decision.
 	Abandon(ctx context.Context, p *AbandonParams) (*reconcile.Effect, error)
+	// LoadEffects writes effects as they are (status, external id, times),
+	// in bulk and in one transaction: for loading an existing ledger, or a
+	// generated world. A key that exists already fails the whole load.
+	LoadEffects(ctx context.Context, effects []reconcile.Effect) error
 	// Effect returns one effect, or reconcile.ErrNotFound.
 	Effect(ctx context.Context, key string) (*reconcile.Effect, error)
 

@@ -50,6 +50,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"ConfirmIsIdempotentAndRefusesAnotherID", testConfirmTwice},
 		{"AbandonOnlyAnAttemptedEffect", testAbandon},
 		{"UnknownEffectIsNotFound", testUnknownEffect},
+		{"LoadEffectsWritesRowsAsTheyAre", testLoadEffects},
 		{"StaleFailureCannotUndoCompleted", testStaleFailureCannotUndoCompleted},
 		{"StaleCompletionCannotOverwriteLiveResult", testStaleCompletionCannotOverwrite},
 		{"StaleWriteRejectedEvenWhenNewerAttemptFailed", testStaleWriteRejectedWhenNewerFailed},
@@ -646,5 +647,32 @@ func testStaleWriteWhileNewOwnerHolds(e *env) {
 	}
 	if r := e.settle(action, fresh, true, `{"refund":"re_B"}`); r.Outcome != reconcile.Written {
 		e.t.Errorf("B's settle = %s, want written", r.Outcome)
+	}
+}
+
+func testLoadEffects(e *env) {
+	confirmedAt := e.clock.Now().Add(time.Minute)
+	in := []reconcile.Effect{
+		{Key: "w:charge:0", RunID: "w", Step: "charge", Provider: "stripe", Status: reconcile.StatusConfirmed, ExternalID: "pi_0",
+			Request: json.RawMessage(`{"amount":100,"currency":"eur"}`), Response: json.RawMessage(`{"id":"pi_0"}`), CreatedAt: e.clock.Now(), ConfirmedAt: confirmedAt},
+		{Key: "w:charge:1", RunID: "w", Step: "charge", Provider: "stripe", Status: reconcile.StatusAttempted,
+			Request: json.RawMessage(`{"amount":200,"currency":"eur"}`), CreatedAt: e.clock.Now()},
+	}
+	if err := e.store.LoadEffects(e.ctx, in); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, want := range in {
+		got := e.effect(want.Key)
+		jsonEqual(e.t, got.Request, string(want.Request))
+		if want.Response != nil {
+			jsonEqual(e.t, got.Response, string(want.Response))
+		}
+		got.Request, got.Response, want.Request, want.Response = nil, nil, nil, nil
+		if diff := cmp.Diff(want, *got); diff != "" {
+			e.t.Errorf("loaded effect (-want +got):\n%s", diff)
+		}
+	}
+	if err := e.store.LoadEffects(e.ctx, in[1:]); err == nil {
+		e.t.Errorf("loading an existing key succeeded")
 	}
 }

@@ -107,3 +107,20 @@ func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconc
 func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, error) {
 	return scanEffect(s.pool.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, key))
 }
+
+// LoadEffects implements ledgerdb.Store, with COPY.
+func (s *Store) LoadEffects(ctx context.Context, effects []reconcile.Effect) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"effect"}, []string{"key", "run_id", "step", "provider", "status", "external_id",
+			"request", "response", "created_at", "confirmed_at"}, pgx.CopyFromSlice(len(effects), func(i int) ([]any, error) {
+			e := &effects[i]
+			var ext any
+			if e.ExternalID != "" {
+				ext = e.ExternalID
+			}
+			return []any{e.Key, e.RunID, e.Step, e.Provider, string(e.Status), ext, string(e.Request), nullJSON(e.Response),
+				e.CreatedAt, nullTime(e.ConfirmedAt)}, nil
+		}))
+		return err
+	})
+}

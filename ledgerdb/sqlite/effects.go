@@ -117,3 +117,27 @@ func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconc
 func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, error) {
 	return scanEffect(s.db.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, key))
 }
+
+// LoadEffects implements ledgerdb.Store, with one prepared insert in one
+// transaction.
+func (s *Store) LoadEffects(ctx context.Context, effects []reconcile.Effect) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO effect (`+effectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for i := range effects {
+			e := &effects[i]
+			var ext any
+			if e.ExternalID != "" {
+				ext = e.ExternalID
+			}
+			if _, err := ins.ExecContext(ctx, e.Key, e.RunID, e.Step, e.Provider, string(e.Status), ext, string(e.Request),
+				nullJSON(e.Response), ts(e.CreatedAt), nullTS(e.ConfirmedAt)); err != nil {
+				return fmt.Errorf("effect %s: %w", e.Key, err)
+			}
+		}
+		return nil
+	})
+}
