@@ -221,3 +221,29 @@ func TestRunExitsZeroWhenNothingNeedsAPerson(t *testing.T) {
 		t.Errorf("--apply in this release: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// A generated world of a few thousand effects, which the classification was
+// not tuned for, is classified as it was built, on both ledgers.
+func testGeneratedWorld(t *testing.T, ledger string) {
+	code, out, errOut := reconcileCmd(t, "bench", "--effects", "3000", "--seed", "7", "--ledger", ledger, "--dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("bench exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "DIFFERS") || strings.Count(out, " ok\n") != 6 {
+		t.Errorf("the run did not find the world as built:\n%s", out)
+	}
+}
+
+func TestGeneratedWorldOnSQLite(t *testing.T) {
+	t.Parallel()
+	testGeneratedWorld(t, "sqlite:"+filepath.Join(t.TempDir(), "ledger.db"))
+}
+
+func TestGeneratedWorldOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
+		t.Fatal(errOut)
+	}
+	testGeneratedWorld(t, url)
+}

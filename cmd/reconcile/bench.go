@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"reconcile"
+	"reconcile/fixtures"
+	"reconcile/ledgerdb"
+)
+
+func (a *app) benchCommand() *cobra.Command {
+	var (
+		n    int
+		seed uint64
+		dir  string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench --effects N [--ledger URL] [--dir DIR]",
+		Short: "Generate a world of N effects and its settlement report, and time a run end to end",
+		Long: `bench generates a ledger of N charge effects (plus refunds) and a Stripe itemized settlement
+report about it with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
+pending (0.5%) effects, refunds, fees and reissued lines; loads the effects into the ledger (which
+must be empty); then runs the reconciliation end to end (ingest, persist, match, record, result)
+and prints the time of each phase, the rows per second and the process's peak memory. It checks
+that the run found the classes the world was built with.
+
+Example:
+  reconcile bench --effects 1000000 --ledger postgres://localhost/bench --dir /tmp/bench`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.bench(cmd.Context(), n, seed, dir) },
+	}
+	a.addLedgerFlag(cmd)
+	cmd.Flags().IntVar(&n, "effects", 100000, "number of charge effects")
+	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
+	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
+	return cmd
+}
+
+func (a *app) bench(ctx context.Context, n int, seed uint64, dir string) error {
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "reconcile-bench-*"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	if a.ledgerURL == "" {
+		a.ledgerURL = "sqlite:" + filepath.Join(dir, "ledger.db")
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, format+"\n", args...) }
+	t := time.Now()
+	world := fixtures.NewWorld(n, fixtures.DefaultRates, seed)
+	path := filepath.Join(dir, "bench.itemized.csv")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := world.WriteItemized(f); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	info, _ := os.Stat(path)
+	say("generated %d effects and %s (%d lines, %.0f MB) in %s", len(world.Effects), path, world.Lines(), float64(info.Size())/1e6, since(t))
+
+	store, loc, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+	if err != nil {
+		return err
+	}
+	t = time.Now()
+	if err := store.LoadEffects(ctx, world.Effects); err != nil {
+		store.Close()
+		return fmt.Errorf("load effects (the ledger must be empty): %w", err)
+	}
+	store.Close()
+	say("loaded the effects into %s in %s", where(loc), since(t))
+	world.Effects = nil // the run reads them from the ledger
+	runtime.GC()
+
+	t = time.Now()
+	var out strings.Builder
+	quiet := &app{stdout: &out, stderr: a.stderr, log: a.log, ledgerURL: a.ledgerURL}
+	f2 := &runFlags{lag: 3 * time.Hour}
+	f2.in.stripeTZ = "UTC"
+	err = quiet.run(ctx, f2, []string{path})
+	elapsed := time.Since(t)
+	var ee *exitError
+	if err != nil && !(asExit(err, &ee) && ee.code == exitPerson) {
+		return err
+	}
+	say("run end to end: %s, %.0f lines/s, %.1f MB/s", elapsed.Round(time.Millisecond), float64(world.Lines())/elapsed.Seconds(),
+		float64(info.Size())/1e6/elapsed.Seconds())
+	say("peak memory (VmHWM): %s", peakRSS())
+	counts := parseCounts(out.String())
+	for _, c := range []reconcile.Class{reconcile.Confirmed, reconcile.Duplicated, reconcile.Missing, reconcile.Pending, reconcile.Mismatched, reconcile.Unexpected} {
+		mark := "ok"
+		if counts[string(c)] != world.Want[c] {
+			mark = "DIFFERS"
+		}
+		say("  %-10s found %8d  built %8d  %s", c, counts[string(c)], world.Want[c], mark)
+	}
+	return nil
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+func asExit(err error, target **exitError) bool {
+	e, ok := err.(*exitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// parseCounts reads the class counts from a run's summary table.
+func parseCounts(summary string) map[string]int {
+	counts := map[string]int{}
+	for _, line := range strings.Split(summary, "\n") {
+		var class string
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "%s %d", &class, &n); err == nil {
+			counts[class] = n
+		}
+	}
+	return counts
+}
+
+// peakRSS is the process's peak resident memory, from /proc.
+func peakRSS() string {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
