@@ -149,4 +149,3 @@ func peakRSS() string {
 	}
 	return "unknown"
 }
-
