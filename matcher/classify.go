@@ -168,7 +168,10 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
-		return a.Raw+a.TxID < b.Raw+b.TxID
+		if a.Raw != b.Raw {
+			return a.Raw < b.Raw
+		}
+		return a.TxID < b.TxID
 	})
 	chargeOfIntent := map[string]string{}
 	for _, r := range recs {

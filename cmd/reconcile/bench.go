@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -19,9 +20,10 @@ import (
 
 func (a *app) benchCommand() *cobra.Command {
 	var (
-		n    int
-		seed uint64
-		dir  string
+		n       int
+		seed    uint64
+		dir     string
+		profile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --effects N [--ledger URL] [--dir DIR]",
@@ -36,16 +38,17 @@ that the run found the classes the world was built with.
 Example:
   reconcile bench --effects 1000000 --ledger postgres://localhost/bench --dir /tmp/bench`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.bench(cmd.Context(), n, seed, dir) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.bench(cmd.Context(), n, seed, dir, profile) },
 	}
 	a.addLedgerFlag(cmd)
 	cmd.Flags().IntVar(&n, "effects", 100000, "number of charge effects")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
 	return cmd
 }
 
-func (a *app) bench(ctx context.Context, n int, seed uint64, dir string) error {
+func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string) error {
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "reconcile-bench-*"); err != nil {
@@ -86,6 +89,17 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir string) error {
 	world.Effects = nil // the run reads them from the ledger
 	runtime.GC()
 
+	if profile != "" {
+		pf, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	t = time.Now()
 	var out strings.Builder
 	quiet := &app{stdout: &out, stderr: a.stderr, log: a.log, ledgerURL: a.ledgerURL}

@@ -180,6 +180,11 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, opt *ingest.Options,
 	asOf time.Time, lag time.Duration) (*result, error) {
 	res := &result{RunID: runID, Counts: map[string]int{}, Inputs: []inputResult{}, Discrepancies: []discrepancy{}, Rejected: []rejectedRow{}}
+	start := time.Now()
+	phase := func(name string) {
+		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+	}
 	var sourceIDs []int64
 	for _, src := range srcs {
 		c := &collectRejected{}
@@ -201,10 +206,12 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested})
 		res.Rejected = append(res.Rejected, c.rows...)
 	}
+	phase("ingest")
 	evidence, err := store.EvidenceOf(ctx, sourceIDs)
 	if err != nil {
 		return nil, err
 	}
+	phase("read evidence")
 	scope, cutoff := matcher.Window(evidence, asOf, lag)
 	res.AsOf = coverageEnd(asOf, cutoff, lag)
 
@@ -229,15 +236,19 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		earlier.Keys = append(earlier.Keys, e.Key)
 		earlier.IDs = appendNonEmpty(earlier.IDs, e.ExternalID)
 	}
+	phase("scope")
 	before, err := store.LinkedEvidence(ctx, earlier)
 	if err != nil {
 		return nil, err
 	}
+	phase("earlier evidence")
 	found := matcher.Match(&matcher.Input{Effects: effects, Evidence: append(evidence, before...), Cutoff: cutoff, Scope: scope})
 	found.Discrepancies = onlyThisRunsUnexpected(found.Discrepancies, evidence)
+	phase("match")
 	if _, err := store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: runID, Discrepancies: found.Discrepancies}); err != nil {
 		return nil, err
 	}
+	phase("record")
 	for _, c := range reconcile.Classes {
 		res.Counts[string(c)] = 0
 	}

@@ -47,6 +47,7 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 		now := s.now()
 		var finding [][]any
 		var states [][]any
+		var confirmKeys, confirmIDs []string
 		for i := range p.Discrepancies {
 			d := &p.Discrepancies[i]
 			if d.Class != reconcile.Confirmed {
@@ -64,13 +65,16 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
 				continue
 			}
-			tag, err := tx.Exec(ctx, `UPDATE effect SET status = 'confirmed', external_id = coalesce(external_id, $2), confirmed_at = $3
-				WHERE key = $1 AND status = 'attempted'`, d.EffectKey, ledgerdb.ConfirmingID(&d.Transactions[0]), now)
-			if err != nil {
-				return err
-			}
-			res.Confirmed += int(tag.RowsAffected())
+			confirmKeys = append(confirmKeys, d.EffectKey)
+			confirmIDs = append(confirmIDs, ledgerdb.ConfirmingID(&d.Transactions[0]))
 		}
+		tag, err := tx.Exec(ctx, `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.id), confirmed_at = $3
+			FROM unnest($1::text[], $2::text[]) AS c(key, id) WHERE e.key = c.key AND e.status = 'attempted'`,
+			nonNil(confirmKeys), nonNil(confirmIDs), now)
+		if err != nil {
+			return err
+		}
+		res.Confirmed = int(tag.RowsAffected())
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
 			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromRows(finding)); err != nil {
 			return err
@@ -81,7 +85,7 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at"}, pgx.CopyFromRows(states)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
+		_, err = tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
 			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id, classified_at = EXCLUDED.classified_at`)
 		return err
 	})
