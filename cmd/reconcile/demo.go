@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"reconcile"
+	"reconcile/fixtures"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/sqlite"
 )
@@ -25,8 +26,9 @@ an effect recorded before its call and confirmed after it, a retry under the sam
 reused with a moved price (refused), and an action whose owner overran its lease (fenced off,
 its late refund reported as an orphan). A simulated clock moves the leases; nothing sleeps.
 
-This is the ledger stage of the product: ingesting provider files, matching and repairing come
-in later releases and will join this demo.
+It then loads a generated day of 500 charges into the ledger, writes the provider's settlement
+report about them (with duplicates, missing and mismatched charges, unexpected money and
+refunds), and runs the reconciliation on it, which prints what it found and the repairs it plans.
 
 Example:
   reconcile demo --dir /tmp/reconcile-demo`,
@@ -130,7 +132,34 @@ func (a *app) demo(cmd *cobra.Command, dir string) error {
 			orphan.Outcome, orphan.Orphan.ID, orphan.Orphan.CurrentResult)
 	}
 
-	fmt.Fprintf(out, "\nThe ledger is ready: %s\n", path)
-	fmt.Fprintln(out, "Reconciling provider files against it (reconcile run) comes in the next releases.")
+	fmt.Fprintln(out, "\n4. A day of charges reconciled against the provider's settlement report.")
+	world := fixtures.NewWorld(500, fixtures.DefaultRates, 1)
+	if err := store.LoadEffects(ctx, world.Effects); err != nil {
+		return err
+	}
+	report := filepath.Join(dir, "stripe-2026-11-01.itemized.csv")
+	f, err := os.Create(report)
+	if err != nil {
+		return err
+	}
+	if err := world.WriteItemized(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	step("the application recorded %d effects; the provider's report has %d lines: %s", len(world.Effects), world.Lines(), report)
+	fmt.Fprintf(out, "  reconcile run --ledger sqlite:%s --lag 3h %s\n\n", path, report)
+	run := &app{stdout: out, stderr: a.stderr, log: a.log, ledgerURL: "sqlite:" + path}
+	rf := &runFlags{lag: 3 * time.Hour}
+	rf.in.stripeTZ = "UTC"
+	err = run.run(ctx, rf, []string{report})
+	var ee *exitError
+	if err != nil && !(asExit(err, &ee) && ee.code == exitPerson) {
+		return err
+	}
+	fmt.Fprintf(out, "\nThe demo's files are in %s. The run above only planned its repairs: making them (--apply),\n", dir)
+	fmt.Fprintln(out, "paging a person and the finance spreadsheet come in the next releases.")
 	return nil
 }

@@ -178,7 +178,8 @@ func TestDemoShowsTheFenceAtWork(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("demo = %d, %q", code, errOut)
 		}
-		for _, want := range []string{"confirmed as pi_3PqRdemo", "refused", "fence 1: superseded", "claim: done", "orphan #1"} {
+		for _, want := range []string{"confirmed as pi_3PqRdemo", "refused", "fence 1: superseded", "claim: done", "orphan #1",
+			"planned    compensate run_", "planned    redeliver  run_", "planned    escalate   run_"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("demo output lacks %q:\n%s", want, out)
 			}

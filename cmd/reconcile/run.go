@@ -268,7 +268,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		res.Discrepancies = append(res.Discrepancies, out)
 	}
 	res.OutOfScope = found.OutOfScope
-	a.log.Info("run recorded", "run", runID, "inputs", len(res.Inputs), "evidence", len(evidence), "effects", len(effects))
+	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "evidence", len(evidence), "effects", len(effects))
 	return res, nil
 }
 
@@ -446,7 +446,7 @@ func printRun(w io.Writer, r *result) {
 	var acts []string
 	for _, d := range r.Discrepancies {
 		for _, x := range d.Actions {
-			acts = append(acts, fmt.Sprintf("  %-10s %-9s %s", x.Outcome, x.Kind, x.Key))
+			acts = append(acts, fmt.Sprintf("  %-10s %-10s %s", x.Outcome, x.Kind, x.Key))
 		}
 	}
 	if len(acts) > 0 {
