@@ -56,6 +56,9 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 		}
 		defer os.RemoveAll(dir)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	if a.ledgerURL == "" {
 		a.ledgerURL = "sqlite:" + filepath.Join(dir, "ledger.db")
 	}
