@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,7 +30,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench --effects N [--ledger URL] [--dir DIR]",
 		Short: "Generate a world of N effects and its settlement report, and time a run end to end",
 		Long: `bench generates a ledger of N charge effects (plus refunds) and a Stripe itemized settlement
-report about it with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
+report about it (and a webhook dump that describes a third of its transactions again) with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
 pending (0.5%) effects, refunds, fees and reissued lines; loads the effects into the ledger (which
 must be empty); then runs the reconciliation end to end (ingest, persist, match, record, result)
 and prints the time of each phase, the rows per second and the process's peak memory. It checks
@@ -66,17 +67,17 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	t := time.Now()
 	world := fixtures.NewWorld(n, fixtures.DefaultRates, seed)
 	path := filepath.Join(dir, "bench.itemized.csv")
-	f, err := os.Create(path)
-	if err != nil {
+	if err := writeWith(path, world.WriteItemized); err != nil {
 		return err
 	}
-	if err := world.WriteItemized(f); err != nil {
-		f.Close()
+	events := filepath.Join(dir, "bench.events.jsonl")
+	if err := writeWith(events, world.WriteEvents); err != nil {
 		return err
 	}
-	f.Close()
 	info, _ := os.Stat(path)
-	say("generated %d effects and %s (%d lines, %.0f MB) in %s", len(world.Effects), path, world.Lines(), float64(info.Size())/1e6, since(t))
+	einfo, _ := os.Stat(events)
+	say("generated %d effects, %s (%d lines, %.0f MB) and a webhook dump of a third of it, %s (%.0f MB), in %s",
+		len(world.Effects), path, world.Lines(), float64(info.Size())/1e6, events, float64(einfo.Size())/1e6, since(t))
 
 	store, loc, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
 	if err != nil {
@@ -108,14 +109,14 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	quiet := &app{stdout: &out, stderr: a.stderr, log: a.log, ledgerURL: a.ledgerURL}
 	f2 := &runFlags{lag: 3 * time.Hour}
 	f2.in.stripeTZ = "UTC"
-	err = quiet.run(ctx, f2, []string{path})
+	err = quiet.run(ctx, f2, []string{path, events})
 	elapsed := time.Since(t)
 	var ee *exitError
 	if err != nil && !(asExit(err, &ee) && ee.code == exitPerson) {
 		return err
 	}
-	say("run end to end: %s, %.0f lines/s, %.1f MB/s", elapsed.Round(time.Millisecond), float64(world.Lines())/elapsed.Seconds(),
-		float64(info.Size())/1e6/elapsed.Seconds())
+	say("run end to end: %s, %.0f report lines/s, %.1f MB/s of both inputs", elapsed.Round(time.Millisecond), float64(world.Lines())/elapsed.Seconds(),
+		float64(info.Size()+einfo.Size())/1e6/elapsed.Seconds())
 	say("peak memory (VmHWM): %s", peakRSS())
 	counts := parseCounts(out.String())
 	for _, c := range []reconcile.Class{reconcile.Confirmed, reconcile.Duplicated, reconcile.Missing, reconcile.Pending, reconcile.Mismatched, reconcile.Unexpected} {
@@ -126,6 +127,19 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 		say("  %-10s found %8d  built %8d  %s", c, counts[string(c)], world.Want[c], mark)
 	}
 	return nil
+}
+
+// writeWith creates path and fills it with write.
+func writeWith(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
