@@ -14,6 +14,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"reconcile"
 )
@@ -178,6 +179,11 @@ func (s *countingSink) pass(err error) error {
 }
 
 func (s *countingSink) Evidence(e *reconcile.Evidence) error {
+	if y := e.Time.Year(); !e.Time.IsZero() && (y < 1970 || y > 9999) {
+		// A parser took a date it should have refused; no ledger can store
+		// it and no payment happened then.
+		return s.Reject(e.Line, e.Raw, fmt.Sprintf("date %s is out of range", e.Time.Format(time.RFC3339)))
+	}
 	s.in.Rows++
 	s.in.Evidence++
 	e.URI = s.uri

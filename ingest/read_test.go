@@ -220,3 +220,19 @@ func TestStdinIsAnInput(t *testing.T) {
 		t.Errorf("Read(stdin) = %+v, %v", in, err)
 	}
 }
+
+// A date no payment can have (a parser that took year 0) is rejected, not
+// passed on to a ledger that cannot store it.
+func TestDatesOutOfRangeAreRejected(t *testing.T) {
+	data := strings.Replace(itemized, "2026-11-01 11:00:00", "0000-01-01 00:00:00", 1)
+	in, c, err := read(t, write(t, t.TempDir(), "old.csv", []byte(data)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Rows != 5 || in.Evidence != 3 || in.Rejected != 2 || len(c.rejected) != 2 {
+		t.Fatalf("Read = rows %d evidence %d rejected %d; want 5, 3, 2", in.Rows, in.Evidence, in.Rejected)
+	}
+	if r := c.rejected[0]; r.Line != 3 || !strings.Contains(r.Reason, "out of range") {
+		t.Errorf("rejected %+v; want line 3, out of range", r)
+	}
+}

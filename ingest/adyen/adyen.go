@@ -187,7 +187,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	case err != nil:
 		return fmt.Errorf("line %d: header: %w", max(line, 1), err)
 	}
-	p, err := newParser(rec, rd.Comma, opt)
+	p, err := newParser(rec, opt)
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
@@ -199,12 +199,12 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 			}
 		}
 		rec, line, err := rd.Read()
-		var pe *csv.ParseError
+		pe := tabular.Malformed(err)
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.As(err, &pe):
-			if err := sink.Reject(line, "", malformedReason(pe)); err != nil {
+		case pe != nil:
+			if err := sink.Reject(line, rd.Raw(), malformedReason(pe)); err != nil {
 				return err
 			}
 			last = pe.Line
@@ -216,13 +216,13 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		if blank(rec) {
 			continue
 		}
-		if err := p.row(rec, line, sink); err != nil {
+		if err := p.row(rec, line, rd.Joined(), sink); err != nil {
 			return err
 		}
 	}
 }
 
-// malformedReason explains a record that encoding/csv could not read. An
+// malformedReason explains a record that is not well-formed CSV. An
 // unclosed quote swallows the lines after it, so the reason names them.
 func malformedReason(pe *csv.ParseError) string {
 	if pe.Line > pe.StartLine {
@@ -256,13 +256,13 @@ type parser struct {
 	at    [numColumns]int // position of each documented column, -1 when absent
 	meta  []string        // Metadata key of each column kept on every row, else ""
 	net   []string        // Metadata key of each column kept when fees stay apart, else ""
-	comma rune
 	// currencies caches what currency columns have said, as written.
 	currencies map[string]knownCurrency
-	kv         []string // scratch space for metadata
+	kinds      map[string]reconcile.Kind // Type as written → kind, for the few a file holds
+	kv         []string                  // scratch space for metadata
 }
 
-func newParser(header []string, comma rune, opt Options) (*parser, error) {
+func newParser(header []string, opt Options) (*parser, error) {
 	h := tabular.NewHeader(header)
 	var missing []string
 	for _, c := range []column{colMerchantAccount, colCreationDate, colType} {
@@ -281,8 +281,8 @@ func newParser(header []string, comma rune, opt Options) (*parser, error) {
 	}
 	p := &parser{
 		opt: opt, width: len(h.Names), names: h.Names,
-		meta: make([]string, len(h.Names)), net: make([]string, len(h.Names)), comma: comma,
-		currencies: map[string]knownCurrency{},
+		meta: make([]string, len(h.Names)), net: make([]string, len(h.Names)),
+		currencies: map[string]knownCurrency{}, kinds: map[string]reconcile.Kind{},
 	}
 	documented := map[int]bool{}
 	for c := range numColumns {
@@ -317,11 +317,10 @@ func (p *parser) get(rec []string, col column) string {
 
 // row gives one data row's outcome to sink. It returns an error only for a
 // failure of the whole input or of sink.
-func (p *parser) row(rec []string, line int, sink reconcile.RowSink) error {
+func (p *parser) row(rec []string, line int, raw string, sink reconcile.RowSink) error {
 	if empty(rec) {
 		return sink.Ignore(line, "empty row: every field is empty")
 	}
-	raw := tabular.Join(rec, p.comma)
 	if len(rec) != p.width {
 		what := "short row"
 		if len(rec) > p.width {
@@ -329,12 +328,14 @@ func (p *parser) row(rec []string, line int, sink reconcile.RowSink) error {
 		}
 		return sink.Reject(line, raw, fmt.Sprintf("%s: %d fields, the header has %d", what, len(rec), p.width))
 	}
-	for i, v := range rec {
-		if reconcile.Mangled(v) {
-			return sink.Reject(line, raw, fmt.Sprintf(
-				"column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
-					"download the report from Adyen again and do not open and save it in a spreadsheet",
-				p.names[i], strings.TrimSpace(v)))
+	if tabular.HasExponent(raw) { // else no field can be mangled
+		for i, v := range rec {
+			if reconcile.Mangled(v) {
+				return sink.Reject(line, raw, fmt.Sprintf(
+					"column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
+						"download the report from Adyen again and do not open and save it in a spreadsheet",
+					p.names[i], strings.TrimSpace(v)))
+			}
 		}
 	}
 	e, reason, err := p.evidence(rec, line)

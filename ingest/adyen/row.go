@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/ingest/tabular"
 )
 
 func digits(s string) bool {
@@ -56,10 +57,7 @@ func (p *parser) evidence(rec []string, line int) (*reconcile.Evidence, string, 
 		return nil, reason, nil
 	}
 
-	kind, ok := kinds[strings.ToLower(typ)]
-	if !ok {
-		kind = reconcile.KindOther
-	}
+	kind := p.kind(typ)
 	e := &reconcile.Evidence{
 		Provider: provider,
 		Kind:     kind,
@@ -101,9 +99,12 @@ func (p *parser) evidence(rec []string, line int) (*reconcile.Evidence, string, 
 // abbreviation picks one when it matches either. It is not trusted beyond
 // that: reports have been seen to write PST in June.
 func localTime(date, abbrev string, zone *time.Location) (time.Time, error) {
-	t, err := time.ParseInLocation(time.DateTime, date, zone)
-	if err != nil {
-		return time.Time{}, err
+	t, rest, ok := tabular.ParseDateTime(date, '-', ' ', zone)
+	if !ok || rest != "" {
+		var err error
+		if t, err = time.ParseInLocation(time.DateTime, date, zone); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if name, _ := t.Zone(); abbrev == "" || strings.EqualFold(name, abbrev) {
 		return t, nil
@@ -115,6 +116,22 @@ func localTime(date, abbrev string, zone *time.Location) (time.Time, error) {
 		}
 	}
 	return t, nil
+}
+
+// kind maps a Type to its kind, remembering the answers for the first few
+// spellings seen.
+func (p *parser) kind(typ string) reconcile.Kind {
+	if k, ok := p.kinds[typ]; ok {
+		return k
+	}
+	k, ok := kinds[strings.ToLower(typ)]
+	if !ok {
+		k = reconcile.KindOther
+	}
+	if len(p.kinds) < 64 {
+		p.kinds[typ] = k
+	}
+	return k
 }
 
 // amount reads the row's signed gross. Batch lines (fees, payouts, transfers)
@@ -222,9 +239,18 @@ func (p *parser) decimal(rec []string, col column, cur string, exp int) (int64, 
 // one decimal point, the way Adyen writes amounts (".11" included).
 func plainDecimal(v string) bool {
 	v = strings.TrimPrefix(strings.TrimPrefix(v, "-"), "+")
-	intPart, frac, _ := strings.Cut(v, ".")
-	return (intPart != "" || frac != "") &&
-		(intPart == "" || digits(intPart)) && (frac == "" || digits(frac))
+	n, dots := 0, 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			n++
+		case c == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return n > 0 && dots <= 1
 }
 
 // metadata keeps the row's non-empty values that are not Evidence fields,

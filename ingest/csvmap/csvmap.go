@@ -85,7 +85,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -147,9 +146,8 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			if err := sink.Reject(line+p.offset, "", fmt.Sprintf("malformed CSV at character %d: %v", pe.Column, pe.Err)); err != nil {
+		if pe := tabular.Malformed(err); pe != nil {
+			if err := sink.Reject(line+p.offset, tr.Raw(), fmt.Sprintf("malformed CSV at character %d: %v", pe.Column, pe.Err)); err != nil {
 				return err
 			}
 			continue
@@ -186,7 +184,44 @@ type parser struct {
 
 	txID, amount, debit, credit, direction, currency, when, kind, status, fee col
 	effectKey, parentEffectKey, paymentIntent, parentTxID, description        col
-	meta                                                                      map[string]col
+	meta                                                                      []metaCol
+	// currencies caches what NormalizeCurrency and Exponent said of the
+	// currencies seen, as written; a file holds a handful.
+	currencies map[string]currencyInfo
+}
+
+// metaCol is a column kept in Metadata under key.
+type metaCol struct {
+	key string
+	col
+}
+
+// currencyInfo is a currency as written: its code and exponent, or why it
+// has none.
+type currencyInfo struct {
+	code string
+	exp  int
+	err  error
+}
+
+// currencyOf normalizes a currency and finds its exponent, remembering the
+// answers for the first 64 spellings seen.
+func (p *parser) currencyOf(s string) (string, int, error) {
+	if ci, ok := p.currencies[s]; ok {
+		return ci.code, ci.exp, ci.err
+	}
+	var ci currencyInfo
+	ci.code, ci.err = reconcile.NormalizeCurrency(s)
+	if ci.err == nil {
+		ci.exp, ci.err = reconcile.Exponent(p.m.Provider, ci.code)
+	}
+	if p.currencies == nil {
+		p.currencies = map[string]currencyInfo{}
+	}
+	if len(p.currencies) < 64 {
+		p.currencies[s] = ci
+	}
+	return ci.code, ci.exp, ci.err
 }
 
 // header reads the header row and finds every column the mapping names.
@@ -220,17 +255,17 @@ func (p *parser) header() error {
 	p.status, p.fee, p.effectKey = find(c.Status), find(c.Fee), find(c.EffectKey)
 	p.parentEffectKey, p.paymentIntent = find(c.ParentEffectKey), find(c.PaymentIntent)
 	p.parentTxID, p.description = find(c.ParentTxID), find(c.Description)
-	p.meta = make(map[string]col, len(p.m.Metadata))
+	p.meta = make([]metaCol, 0, len(p.m.Metadata))
 	for k, name := range p.m.Metadata {
-		p.meta[k] = find(name)
+		p.meta = append(p.meta, metaCol{k, find(name)})
 	}
 	return nil
 }
 
 // row gives one record its outcome.
 func (p *parser) row(rec []string, line int) error {
-	raw := tabular.Join(rec, p.tr.Comma)
-	ev, ignore, reject := p.build(rec)
+	raw := p.tr.Joined()
+	ev, ignore, reject := p.build(rec, tabular.HasExponent(raw))
 	switch {
 	case ignore != "":
 		return p.sink.Ignore(line, ignore)
@@ -242,7 +277,9 @@ func (p *parser) row(rec []string, line int) error {
 }
 
 // build turns a record into evidence, or says why it is ignored or rejected.
-func (p *parser) build(rec []string) (ev *reconcile.Evidence, ignore, reject string) {
+// exponent is tabular.HasExponent of the row's text: without an 'e' or 'E'
+// before a sign no id can be mangled.
+func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ignore, reject string) {
 	if allEmpty(rec) {
 		return nil, "empty row", ""
 	}
@@ -282,7 +319,7 @@ func (p *parser) build(rec []string) (ev *reconcile.Evidence, ignore, reject str
 	var ids [5]string
 	for i, c := range [...]col{p.txID, p.effectKey, p.parentEffectKey, p.paymentIntent, p.parentTxID} {
 		v := c.get(rec)
-		if reconcile.Mangled(v) {
+		if exponent && reconcile.Mangled(v) {
 			return nil, "", fmt.Sprintf("column %q: %q is in scientific notation: a spreadsheet mangled the id and the original is lost", c.name, v)
 		}
 		ids[i] = v
@@ -295,11 +332,7 @@ func (p *parser) build(rec []string) (ev *reconcile.Evidence, ignore, reject str
 	if cur == "" {
 		return nil, "", fmt.Sprintf("column %q is empty: no currency", p.currency.name)
 	}
-	cur, err := reconcile.NormalizeCurrency(cur)
-	if err != nil {
-		return nil, "", fmt.Sprintf("column %q: %v", p.currency.name, err)
-	}
-	exp, err := reconcile.Exponent(m.Provider, cur)
+	cur, exp, err := p.currencyOf(cur)
 	if err != nil {
 		return nil, "", fmt.Sprintf("column %q: %v", p.currency.name, err)
 	}
@@ -328,12 +361,12 @@ func (p *parser) build(rec []string) (ev *reconcile.Evidence, ignore, reject str
 	}
 
 	var meta map[string]string
-	for k, c := range p.meta {
+	for _, c := range p.meta {
 		if v := c.get(rec); v != "" {
 			if meta == nil {
 				meta = make(map[string]string, len(p.meta))
 			}
-			meta[k] = v
+			meta[c.key] = v
 		}
 	}
 	return &reconcile.Evidence{
@@ -450,6 +483,17 @@ func parseTime(v, layout string, loc *time.Location) (time.Time, error) {
 			return time.Time{}, fmt.Errorf("%q does not match the time layout %q", v, layout)
 		}
 		return t.UTC(), nil
+	}
+	if (len(v) == 19 || len(v) == 20 && v[19] == 'Z') && (v[10] == 'T' || v[10] == ' ') {
+		// What the ISO layouts read most often, without time.Parse: a
+		// time without an offset is in loc, one with Z in UTC.
+		at := loc
+		if len(v) == 20 {
+			at = time.UTC
+		}
+		if t, _, ok := tabular.ParseDateTime(v, '-', v[10], at); ok {
+			return t.UTC(), nil
+		}
 	}
 	for _, l := range isoLayouts {
 		if t, err := time.ParseInLocation(l, v, loc); err == nil {

@@ -226,11 +226,13 @@ func pow10(n int) int64 {
 
 // evidence maps an SB row of the right width, whose amounts have been read,
 // or returns why it cannot.
-func (c *columns) evidence(rec []string, line int, gross, fee amount, hasFee bool) (*reconcile.Evidence, string) {
-	for i, v := range rec {
-		if reconcile.Mangled(v) {
-			return nil, fmt.Sprintf("column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
-				"download the report from PayPal again and do not open and save it in a spreadsheet", c.names[i], strings.TrimSpace(v))
+func (c *columns) evidence(rec []string, line int, raw string, gross, fee amount, hasFee bool) (*reconcile.Evidence, string) {
+	if tabular.HasExponent(raw) { // else no field can be mangled
+		for i, v := range rec {
+			if reconcile.Mangled(v) {
+				return nil, fmt.Sprintf("column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
+					"download the report from PayPal again and do not open and save it in a spreadsheet", c.names[i], strings.TrimSpace(v))
+			}
 		}
 	}
 	txid := c.get(rec, colTxID)
@@ -249,7 +251,7 @@ func (c *columns) evidence(rec []string, line int, gross, fee amount, hasFee boo
 		return nil, fmt.Sprintf("%s %s", colGrossAmount, reason)
 	}
 	date := c.get(rec, colInitiated)
-	t, err := time.Parse(timeLayout, date)
+	t, err := parseTime(date)
 	if err != nil {
 		return nil, fmt.Sprintf("%s %q is not a date like 2006/01/02 15:04:05 -0700", colInitiated, date)
 	}
@@ -288,6 +290,18 @@ func (c *columns) evidence(rec []string, line int, gross, fee amount, hasFee boo
 		e.EffectKey = c.get(rec, colCustomField)
 	}
 	return e, ""
+}
+
+// parseTime reads s as time.Parse(timeLayout, s) does, to the same instant
+// (though in UTC, not at the offset), and without time.Parse for the times
+// as STL writes them.
+func parseTime(s string) (time.Time, error) {
+	if t, rest, ok := tabular.ParseDateTime(s, '/', ' ', time.UTC); ok && len(rest) == 6 && rest[0] == ' ' {
+		if off, ok := tabular.ParseOffset(rest[1:], false); ok {
+			return t.Add(-time.Duration(off) * time.Second), nil
+		}
+	}
+	return time.Parse(timeLayout, s)
 }
 
 // metadata keeps the row's non-empty values that are not Evidence fields.

@@ -67,7 +67,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	p := &parser{sink: sink, comma: rd.Comma, report: newScope(), file: newScope()}
+	p := &parser{sink: sink, report: newScope(), file: newScope()}
 	last := 0
 	for n := 0; ; n++ {
 		if n%4096 == 0 {
@@ -76,17 +76,17 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 			}
 		}
 		rec, line, err := rd.Read()
-		var pe *csv.ParseError
+		pe := tabular.Malformed(err)
 		switch {
 		case errors.Is(err, io.EOF):
 			return p.finish(last)
-		case errors.As(err, &pe) && last > 0:
-			if err := p.unreadable(pe); err != nil {
+		case pe != nil && last > 0:
+			if err := p.unreadable(pe, rd.Raw()); err != nil {
 				return err
 			}
 			last = pe.Line
 			continue
-		case errors.As(err, &pe):
+		case pe != nil:
 			return fmt.Errorf("line %d: not a PayPal settlement report (STL): %w", line, err)
 		case err != nil:
 			return fmt.Errorf("line %d: %w", last+1, err)
@@ -96,7 +96,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		}
 		first := last == 0
 		last = line
-		if err := p.row(rec, line, first); err != nil {
+		if err := p.row(rec, line, rd.Joined(), first); err != nil {
 			return err
 		}
 	}
@@ -109,7 +109,7 @@ type flow struct{ credit, debit int64 }
 // comparison with the footers that close it.
 type scope struct {
 	rows        int // SB rows
-	unreadable  int // rows encoding/csv could not read; any of them may have been SB rows
+	unreadable  int // rows that were not well-formed CSV; any of them may have been SB rows
 	gross, fee  map[string]*flow
 	grossUnsure bool // an SB row's gross could not be read, so the totals cannot be compared
 	feeUnsure   bool
@@ -136,7 +136,6 @@ func (s *scope) add(m map[string]*flow, cur string, sign, v int64) {
 // parser follows the structure of one file.
 type parser struct {
 	sink    reconcile.RowSink
-	comma   rune
 	cols    *columns // from the last CH row; nil before it
 	section *scope   // the open section; nil outside SH ... SC
 	secLine int      // the open section's SH line
@@ -159,10 +158,10 @@ func corrupt(line int, format string, args ...any) error {
 	return fmt.Errorf("line %d: %w: %s", line, ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
-// unreadable rejects a record that encoding/csv could not read. It may have
+// unreadable rejects a record that is not well-formed CSV. It may have
 // been an SB row: its amounts are unknown, so the totals of its scopes can no
 // longer be compared, and the record counts allow for it.
-func (p *parser) unreadable(pe *csv.ParseError) error {
+func (p *parser) unreadable(pe *csv.ParseError, raw string) error {
 	if p.ffLine != 0 {
 		return corrupt(pe.StartLine, "a row follows the file footer (FF) on line %d", p.ffLine)
 	}
@@ -175,11 +174,11 @@ func (p *parser) unreadable(pe *csv.ParseError) error {
 		reason = fmt.Sprintf("malformed CSV quoting (%v) in the row starting on this line; lines %d-%d were read as one row and none of them is used",
 			pe.Err, pe.StartLine, pe.Line)
 	}
-	return p.sink.Reject(pe.StartLine, "", reason)
+	return p.sink.Reject(pe.StartLine, raw, reason)
 }
 
 // row handles one record by its row type.
-func (p *parser) row(rec []string, line int, first bool) error {
+func (p *parser) row(rec []string, line int, raw string, first bool) error {
 	typ := strings.ToUpper(strings.TrimSpace(rec[0]))
 	if first && typ != "RH" {
 		return fmt.Errorf("line %d: not a PayPal settlement report (STL): the first row is %q, not a report header (RH)", line, rec[0])
@@ -209,7 +208,7 @@ func (p *parser) row(rec []string, line int, first bool) error {
 		p.cols = cols
 		return p.sink.Ignore(line, "column header (CH)")
 	case "SB":
-		return p.body(rec, line)
+		return p.body(rec, line, raw)
 	case "SF":
 		if p.section == nil {
 			return corrupt(line, "a section footer (SF) outside a section")
@@ -262,7 +261,7 @@ func (p *parser) row(rec []string, line int, first bool) error {
 		p.ffLine = line
 		return p.sink.Ignore(line, "file footer (FF), checked")
 	}
-	return p.sink.Reject(line, tabular.Join(rec, p.comma), fmt.Sprintf("unknown STL row type %q", rec[0]))
+	return p.sink.Reject(line, raw, fmt.Sprintf("unknown STL row type %q", rec[0]))
 }
 
 func (p *parser) noOpenSection(line int, what string) error {
@@ -285,7 +284,7 @@ func (p *parser) finish(last int) error {
 
 // body handles an SB row: it counts and adds it up for the footers, then
 // gives its outcome to the sink.
-func (p *parser) body(rec []string, line int) error {
+func (p *parser) body(rec []string, line int, raw string) error {
 	if p.cols == nil {
 		return corrupt(line, "a section body row (SB) before any column header (CH)")
 	}
@@ -295,7 +294,6 @@ func (p *parser) body(rec []string, line int) error {
 	for _, s := range p.scopes() {
 		s.rows++
 	}
-	raw := tabular.Join(rec, p.comma)
 	if len(rec) != len(p.cols.names) {
 		for _, s := range p.scopes() {
 			s.grossUnsure, s.feeUnsure = true, true
@@ -308,7 +306,7 @@ func (p *parser) body(rec []string, line int) error {
 	}
 	gross, fee, hasFee := p.cols.amounts(rec)
 	p.addUp(gross, fee, hasFee)
-	e, reason := p.cols.evidence(rec, line, gross, fee, hasFee)
+	e, reason := p.cols.evidence(rec, line, raw, gross, fee, hasFee)
 	if reason != "" {
 		return p.sink.Reject(line, raw, reason)
 	}

@@ -2,7 +2,6 @@ package stripe
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +61,7 @@ type itemizedColumns struct {
 	paymentKey, refundKey, transferKey          int
 	ids                                         []metaColumn // id columns a spreadsheet may mangle
 	meta                                        []metaColumn
+	kept                                        []metaColumn // what metadata keeps: three columns, then meta
 }
 
 // metaColumn is a named column at position i.
@@ -121,6 +121,12 @@ func mapItemized(h *tabular.Header) (*itemizedColumns, error) {
 			c.meta = append(c.meta, metaColumn{name: n, i: i})
 		}
 	}
+	for _, f := range []metaColumn{{"balance_transaction_id", c.txn}, {"automatic_payout_id", c.payout}, {"connected_account_id", c.account}} {
+		if f.i >= 0 {
+			c.kept = append(c.kept, f)
+		}
+	}
+	c.kept = append(c.kept, c.meta...)
 	return c, nil
 }
 
@@ -168,7 +174,7 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
-	p := itemizedParser{cols: cols, loc: loc, sep: sep, comma: rd.Comma, currencies: map[string]currencyInfo{}}
+	p := itemizedParser{cols: cols, loc: loc, sep: sep, currencies: map[string]currencyInfo{}}
 	last := line
 	for rows := 0; ; rows++ {
 		if err := cancelled(ctx, rows); err != nil {
@@ -178,11 +184,11 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			// encoding/csv does not hand back the text it could not parse.
+		if pe := tabular.Malformed(err); pe != nil {
+			// The reason says where the quoting went wrong; Raw is the
+			// text that was read as the record.
 			reason := fmt.Sprintf("malformed CSV quoting at line %d, column %d: %v", pe.Line, pe.Column, pe.Err)
-			if err := sink.Reject(line, "", reason); err != nil {
+			if err := sink.Reject(line, rd.Raw(), reason); err != nil {
 				return err
 			}
 			last = pe.Line
@@ -192,7 +198,7 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 			return fmt.Errorf("line %d: %w", last+1, err)
 		}
 		last = line
-		if err := p.row(rec, line, sink); err != nil {
+		if err := p.row(rec, line, rd.Joined(), sink); err != nil {
 			return err
 		}
 	}
@@ -203,8 +209,8 @@ type itemizedParser struct {
 	cols       *itemizedColumns
 	loc        *time.Location
 	sep        byte
-	comma      rune
 	currencies map[string]currencyInfo // a report holds few currencies; looking each up costs
+	kv         []string                // scratch for metadata: key, value, ...
 }
 
 // currencyInfo is a currency column value's meaning, or why it has none.
@@ -232,12 +238,11 @@ func (p *itemizedParser) currency(s string) (string, int, error) {
 }
 
 // row turns one data record into its outcome.
-func (p *itemizedParser) row(rec []string, line int, sink reconcile.RowSink) error {
+func (p *itemizedParser) row(rec []string, line int, raw string, sink reconcile.RowSink) error {
 	c := p.cols
 	if blank(rec) {
 		return sink.Ignore(line, "empty row: every field is blank")
 	}
-	raw := tabular.Join(rec, p.comma)
 	if len(rec) < c.width {
 		return sink.Reject(line, raw, fmt.Sprintf("short row: %d fields where the header has %d", len(rec), c.width))
 	}
@@ -251,7 +256,7 @@ func (p *itemizedParser) row(rec []string, line int, sink reconcile.RowSink) err
 		return strings.TrimSpace(rec[i])
 	}
 	for _, id := range c.ids {
-		if v := get(id.i); reconcile.Mangled(v) {
+		if v := get(id.i); tabular.HasExponent(v) && reconcile.Mangled(v) { // HasExponent is the cheap half
 			return sink.Reject(line, raw, fmt.Sprintf("column %s: %q is in scientific notation: a spreadsheet mangled the id; export the report again without opening it in a spreadsheet", id.name, v))
 		}
 	}
@@ -347,27 +352,19 @@ func (p *itemizedParser) time(rec []string) (time.Time, string) {
 // balance transaction, payout and connected account, which have no field of
 // their own in Evidence. It returns nil when there is nothing to keep.
 func (p *itemizedParser) metadata(rec []string) map[string]string {
-	var m map[string]string
-	put := func(k, v string) {
-		if v = strings.TrimSpace(v); v == "" {
-			return
-		}
-		if m == nil {
-			m = make(map[string]string)
-		}
-		m[k] = v
-	}
-	c := p.cols
-	for _, f := range []struct {
-		k string
-		i int
-	}{{"balance_transaction_id", c.txn}, {"automatic_payout_id", c.payout}, {"connected_account_id", c.account}} {
-		if f.i >= 0 {
-			put(f.k, rec[f.i])
+	kv := p.kv[:0]
+	for _, mc := range p.cols.kept {
+		if v := strings.TrimSpace(rec[mc.i]); v != "" {
+			kv = append(kv, mc.name, v)
 		}
 	}
-	for _, mc := range c.meta {
-		put(mc.name, rec[mc.i])
+	p.kv = kv
+	if len(kv) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kv)/2) // sized once: growing it cost more than filling it
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
 	return m
 }
@@ -377,10 +374,26 @@ func (p *itemizedParser) metadata(rec []string) map[string]string {
 // many decimals.
 func parseAmount(s string, exp int, sep byte) (int64, error) {
 	t := strings.TrimLeft(strings.TrimSpace(s), "+-")
-	if !reconcile.Mangled(t) && (strings.Trim(t, "0123456789.,") != "" || strings.Count(t, string(sep)) > 1) {
+	if !numeral(t, sep) && !reconcile.Mangled(t) {
 		return 0, fmt.Errorf("amount %q is not a number", s)
 	}
 	return reconcile.ParseMinor(s, exp, sep)
+}
+
+// numeral reports whether t holds only digits, '.' and ',', and sep at most
+// once.
+func numeral(t string, sep byte) bool {
+	seps := 0
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c == sep:
+			seps++
+		case c >= '0' && c <= '9', c == '.', c == ',':
+		default:
+			return false
+		}
+	}
+	return seps <= 1
 }
 
 // reportLayouts are the ways a report's times are written: Stripe's own, and
@@ -389,6 +402,12 @@ func parseAmount(s string, exp int, sep byte) (int64, error) {
 var reportLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", time.RFC3339}
 
 func parseReportTime(s string, loc *time.Location) (time.Time, error) {
+	if len(s) == 19 {
+		// The first two layouts, read without time.Parse.
+		if t, _, ok := tabular.ParseDateTime(s, '-', s[10], loc); ok && (s[10] == ' ' || s[10] == 'T') {
+			return t.UTC(), nil
+		}
+	}
 	var err error
 	for _, l := range reportLayouts {
 		var t time.Time

@@ -16,13 +16,68 @@ import (
 	"unicode/utf8"
 )
 
-// Reader reads records from delimited text.
+// Reader reads records from delimited text. It reads what encoding/csv
+// reads with FieldsPerRecord -1 and neither LazyQuotes nor TrimLeadingSpace:
+// the same records, starting on the same lines, and the same errors for
+// malformed quoting. Besides each record it keeps the record's text as it is
+// in the input (Raw), and gives it as Join writes it (Joined), so that
+// callers need not write the record back.
+//
+// A line without quotes is copied to one string and its fields are
+// substrings of it; so are the fields of a line with quotes, unless they
+// hold doubled quotes.
 type Reader struct {
-	csv   *csv.Reader
 	Comma rune // the delimiter in use
+
+	br      *bufio.Reader
+	comma   string // Comma in UTF-8
+	c       byte   // Comma when it is a single byte, else 0
+	bad     error  // not nil when Comma cannot be a delimiter
+	numLine int    // lines read so far
+
+	rec   []string
+	raw   string
+	ok    bool    // rec is a record, not the rest of a malformed one
+	shape uint8   // how rec was read: shapePlain, shapeQuoted or shapeLines
+	qf    []uint8 // with shapeQuoted, what each field of rec was (fieldQuoted...)
+	// same says, for shapePlain and shapeQuoted with a one-byte Comma,
+	// that Join quotes just the fields that raw quotes: if raw holds no CR,
+	// Joined is raw.
+	same   bool
+	joined []byte // scratch for Joined
+	long   []byte // a line longer than br's buffer
+	multi  []byte // the raw text of a record that spans lines
+	spans  []span // with shapeLines, the fields as offsets into raw
+	esc    []byte // scratch for unescaping quoted fields
+}
+
+// The shapes of a record, as Read read it.
+const (
+	shapePlain  = iota // one line without quotes
+	shapeQuoted        // one line with quotes
+	shapeLines         // more than one line
+)
+
+// What qf says about a field.
+const (
+	fieldQuoted  = 1 << iota // it was quoted
+	fieldDoubled             // and held doubled quotes
+	fieldNeeds               // Join quotes it, if the line holds no CR
+)
+
+// span is a field's place in its record's raw text. A quoted field that
+// holds doubled quotes or a CRLF line end differs from its raw text (esc);
+// u is then the end of its content in Reader.esc.
+type span struct {
+	start, end int
+	esc        bool
+	u          int
 }
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
+
+// errInvalidDelim is encoding/csv's error for a delimiter it cannot use.
+var errInvalidDelim = errors.New("csv: invalid field or comment delimiter")
 
 // NewReader returns a Reader for r. The delimiter is sniffed from the first
 // line (the one among ',', ';' and '\t' that occurs most outside quotes) unless
@@ -39,11 +94,21 @@ func NewReader(r io.Reader, comma rune) (*Reader, error) {
 		}
 		comma = Sniff(head)
 	}
-	c := csv.NewReader(br)
-	c.Comma = comma
-	c.FieldsPerRecord = -1
-	c.ReuseRecord = true
-	return &Reader{csv: c, Comma: comma}, nil
+	rd := &Reader{br: br, Comma: comma}
+	if !validDelim(comma) {
+		rd.bad = errInvalidDelim
+		return rd, nil
+	}
+	rd.comma = string(comma)
+	if comma < utf8.RuneSelf {
+		rd.c = byte(comma)
+	}
+	return rd, nil
+}
+
+// validDelim is encoding/csv's rule for a usable delimiter.
+func validDelim(r rune) bool {
+	return r != 0 && r != '"' && r != '\r' && r != '\n' && utf8.ValidRune(r) && r != utf8.RuneError
 }
 
 // Sniff guesses the delimiter of the first line of head.
@@ -76,25 +141,478 @@ func Sniff(head []byte) rune {
 
 // Read returns the next record and the line it starts on. The record is
 // reused by the next call. At the end it returns io.EOF. A record that is not
-// well-formed CSV is returned as a *csv.ParseError, after which reading may go
-// on with the next line.
+// well-formed CSV is returned as a *csv.ParseError, as encoding/csv reports
+// it, after which reading goes on with the next line; Raw then gives the
+// text that was read as that record.
 func (r *Reader) Read() (rec []string, line int, err error) {
-	rec, err = r.csv.Read()
-	if err != nil {
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			return nil, pe.StartLine, err
-		}
-		return nil, 0, err
+	r.raw, r.ok, r.shape, r.same = "", false, shapePlain, false
+	if r.bad != nil {
+		return nil, 0, r.bad
 	}
-	line, _ = r.csv.FieldPos(0)
-	return rec, line, nil
+	var orig []byte
+	var n int
+	var nl bool
+	for { // blank lines are no records
+		orig, n, nl, err = r.readLine()
+		if err != nil {
+			return nil, 0, err
+		}
+		if n > 0 {
+			break
+		}
+	}
+	if bytes.IndexByte(orig[:n], '"') >= 0 {
+		return r.readQuoted(orig, n, nl)
+	}
+	// No quotes: the fields are the line split at the delimiter, and
+	// substrings of the one string the line is copied to.
+	s := string(orig[:n])
+	r.raw = s
+	rec = r.rec[:0]
+	same := true
+	if r.c != 0 {
+		for {
+			i := strings.IndexByte(s, r.c)
+			if i < 0 {
+				break
+			}
+			if i > 0 && quotable(s[0]) {
+				same = same && !needsQuotesUnquoted(s[:i])
+			}
+			rec = append(rec, s[:i])
+			s = s[i+1:]
+		}
+		if s != "" && quotable(s[0]) {
+			same = same && !needsQuotesUnquoted(s)
+		}
+	} else {
+		for {
+			i := strings.Index(s, r.comma)
+			if i < 0 {
+				break
+			}
+			rec = append(rec, s[:i])
+			s = s[i+len(r.comma):]
+		}
+	}
+	rec = append(rec, s)
+	r.rec, r.ok, r.same = rec, true, same
+	return rec, r.numLine, nil
+}
+
+// Joined returns the record Read last returned as Join(rec, r.Comma)
+// writes it. That is Raw() itself, with no copy, when the input writes the
+// record that way, as it does unless it quotes a field that needs no quotes,
+// leaves unquoted one that Join quotes (a leading space), or holds a CR.
+// After a malformed record, which has no fields, it is Raw().
+func (r *Reader) Joined() string {
+	if !r.ok {
+		return r.raw
+	}
+	if r.shape == shapeLines || r.c == 0 || strings.IndexByte(r.raw, '\r') >= 0 {
+		if j := Join(r.rec, r.Comma); j != r.raw {
+			return j
+		}
+		return r.raw
+	}
+	// On one line, without a CR, with a one-byte delimiter, reading the
+	// record found what Join quotes: the fields that start with a space or
+	// are \., and those that hold the delimiter or a quote, which only
+	// quoted fields can.
+	if r.same {
+		return r.raw
+	}
+	if r.shape == shapePlain {
+		return Join(r.rec, r.Comma)
+	}
+	b := r.joined[:0]
+	for i, f := range r.rec {
+		if i > 0 {
+			b = append(b, r.c)
+		}
+		if r.qf[i]&fieldNeeds == 0 {
+			b = append(b, f...)
+			continue
+		}
+		b = append(b, '"')
+		for {
+			j := strings.IndexByte(f, '"')
+			if j < 0 {
+				break
+			}
+			b = append(b, f[:j+1]...)
+			b = append(b, '"')
+			f = f[j+1:]
+		}
+		b = append(b, f...)
+		b = append(b, '"')
+	}
+	r.joined = b
+	return string(b)
+}
+
+// leadingSpace reports whether f starts with a space, as unicode.IsSpace
+// has it.
+func leadingSpace(f string) bool {
+	if c := f[0]; c < utf8.RuneSelf {
+		return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+	}
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsSpace(r)
+}
+
+// index returns the position of the first delimiter in b, or -1.
+func (r *Reader) index(b []byte) int {
+	if r.c != 0 {
+		return bytes.IndexByte(b, r.c)
+	}
+	return bytes.Index(b, []byte(r.comma))
+}
+
+// unescape appends the content of a quoted field's raw text to dst as
+// encoding/csv reads it: a doubled quote is one quote, CRLF is LF.
+func unescape(dst []byte, raw string) []byte {
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"': // always doubled inside quotes: keep one
+			dst = append(dst, '"')
+			i++
+		case c == '\r' && i+1 < len(raw) && raw[i+1] == '\n':
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// Raw returns the text of the record (or of the malformed input) that Read
+// last returned, exactly as it is in the input but without the line end
+// that closes it. It is "" after io.EOF or a read error.
+func (r *Reader) Raw() string { return r.raw }
+
+// readLine reads the next line. It returns the line as read (valid until
+// the next read), the length of its content without the line end, and
+// whether it ends in a newline. As encoding/csv does, it takes CRLF as a
+// line end and drops a CR that is the last byte of the input. At the end of
+// the input it returns io.EOF.
+func (r *Reader) readLine() (line []byte, n int, nl bool, err error) {
+	line, err = r.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		r.long = append(r.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = r.br.ReadSlice('\n')
+			r.long = append(r.long, line...)
+		}
+		line = r.long
+	}
+	if err != nil && (err != io.EOF || len(line) == 0) {
+		return nil, 0, false, err
+	}
+	r.numLine++
+	n = len(line)
+	if line[n-1] == '\n' {
+		nl = true
+		n--
+		if n > 0 && line[n-1] == '\r' {
+			n--
+		}
+	} else if line[n-1] == '\r' {
+		n--
+	}
+	return line, n, nl, nil
+}
+
+// readQuoted reads a record whose first line, orig with n bytes of content,
+// holds a quote, as encoding/csv does. Most such records are one line, and
+// their fields are substrings of the line, unless they hold doubled quotes;
+// a quoted field that goes on past the line is left to readLines. This is
+// the way for a delimiter of more than one byte; readQuotedByte is the one
+// for the others.
+func (r *Reader) readQuoted(orig []byte, n int, nl bool) ([]string, int, error) {
+	if r.c != 0 {
+		return r.readQuotedByte(orig, n, nl)
+	}
+	s := string(orig[:n])
+	rec, qf := r.rec[:0], r.qf[:0]
+	commaLen := len(r.comma)
+	q := strings.IndexByte(s, '"') // the first quote at or after p, or -1
+	for p := 0; ; {
+		if p == q { // a quoted field
+			j := p + 1 // after the quote that ends it, or the first of a pair
+			esc := false
+			for {
+				k := strings.IndexByte(s[j:], '"')
+				if k < 0 {
+					return r.readLines(orig, n, nl)
+				}
+				j += k + 1
+				if j < len(s) && s[j] == '"' {
+					esc = true
+					j++
+					continue
+				}
+				break
+			}
+			f, flag := s[p+1:j-1], uint8(fieldQuoted)
+			if esc {
+				f, flag = strings.ReplaceAll(f, `""`, `"`), fieldQuoted|fieldDoubled
+			}
+			rec, qf = append(rec, f), append(qf, flag)
+			switch {
+			case j == len(s):
+			case strings.HasPrefix(s[j:], r.comma):
+				p = j + commaLen
+				if q = strings.IndexByte(s[p:], '"'); q >= 0 {
+					q += p
+				}
+				continue
+			default:
+				r.raw = s
+				return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: j, Err: csv.ErrQuote}
+			}
+			break
+		}
+		// An unquoted field, up to the next delimiter; it must hold no quote.
+		i := strings.Index(s[p:], r.comma)
+		end := len(s)
+		if i >= 0 {
+			end = p + i
+		}
+		if q >= 0 && q < end {
+			r.raw = s
+			return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: q + 1, Err: csv.ErrBareQuote}
+		}
+		rec, qf = append(rec, s[p:end]), append(qf, 0)
+		if i < 0 {
+			break
+		}
+		p = end + commaLen
+	}
+	r.raw, r.rec, r.qf, r.ok, r.shape = s, rec, qf, true, shapeQuoted
+	return rec, r.numLine, nil
+}
+
+// readQuotedByte is readQuoted for a one-byte delimiter. Fields are short,
+// so it looks for quotes and delimiters eight bytes at a time rather than
+// with bytes.IndexByte, which costs more to start than it saves on them.
+// It also notes what Joined needs: which fields Join quotes.
+func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, error) {
+	b := orig[:n]
+	s := string(b)
+	rec, qf := r.rec[:0], r.qf[:0]
+	c := r.c
+	same := true // whether Join quotes just the fields that are quoted
+	for p := 0; ; {
+		if p < len(b) && b[p] == '"' { // a quoted field
+			j := p + 1 // after the quote that ends it, or the first of a pair
+			flag := uint8(fieldQuoted)
+			for {
+				if j = index2(b, j, '"', c); j < len(b) && b[j] == c {
+					flag |= fieldNeeds
+					if j = index1(b, j, '"'); j == len(b) {
+						return r.readLines(orig, n, nl)
+					}
+				}
+				if j == len(b) {
+					return r.readLines(orig, n, nl)
+				}
+				j++
+				if j < len(b) && b[j] == '"' {
+					flag |= fieldDoubled | fieldNeeds
+					j++
+					continue
+				}
+				break
+			}
+			f := s[p+1 : j-1]
+			if flag&fieldDoubled != 0 {
+				f = strings.ReplaceAll(f, `""`, `"`)
+			}
+			if flag&fieldNeeds == 0 && f != "" && quotable(f[0]) && needsQuotesUnquoted(f) {
+				flag |= fieldNeeds
+			}
+			same = same && flag&fieldNeeds != 0
+			rec, qf = append(rec, f), append(qf, flag)
+			if j == len(b) {
+				break
+			}
+			if b[j] != c {
+				r.raw = s
+				return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: j, Err: csv.ErrQuote}
+			}
+			p = j + 1
+			continue
+		}
+		// An unquoted field, up to the next delimiter; it must hold no quote.
+		j := index2(b, p, c, '"')
+		if j < len(b) && b[j] == '"' {
+			r.raw = s
+			return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: j + 1, Err: csv.ErrBareQuote}
+		}
+		f, flag := s[p:j], uint8(0)
+		if f != "" && quotable(f[0]) && needsQuotesUnquoted(f) {
+			flag, same = fieldNeeds, false
+		}
+		rec, qf = append(rec, f), append(qf, flag)
+		if j == len(b) {
+			break
+		}
+		p = j + 1
+	}
+	r.raw, r.rec, r.qf, r.ok, r.shape, r.same = s, rec, qf, true, shapeQuoted, same
+	return rec, r.numLine, nil
+}
+
+// quotable reports whether a field that starts with c may be one Join
+// quotes for how it starts: with a space, or as \..
+func quotable(c byte) bool { return c <= ' ' || c >= utf8.RuneSelf || c == '\\' }
+
+// needsQuotesUnquoted is needsQuotes for a field that holds no quote,
+// delimiter, CR or LF.
+func needsQuotesUnquoted(f string) bool { return f == `\.` || leadingSpace(f) }
+
+// readLines reads a record whose first line, orig with n bytes of content,
+// holds a quote, as encoding/csv does: field by field, reading more lines
+// while a quoted field goes on.
+func (r *Reader) readLines(orig []byte, n int, nl bool) ([]string, int, error) {
+	recLine := r.numLine
+	r.spans = r.spans[:0]
+	multi := false   // the record's text is in r.multi, not orig
+	base := 0        // offset of the current line in the record's text
+	line := orig[:n] // the unread content of the current line
+	off := 0         // offset of line in the current line
+	pos := struct{ line, col int }{recLine, 1}
+	var perr *csv.ParseError
+	commaLen := len(r.comma)
+parse:
+	for {
+		if len(line) == 0 || line[0] != '"' {
+			// An unquoted field: up to the next delimiter, and no quote in it.
+			i := r.index(line)
+			field := line
+			if i >= 0 {
+				field = line[:i]
+			}
+			if j := bytes.IndexByte(field, '"'); j >= 0 {
+				perr = &csv.ParseError{StartLine: recLine, Line: r.numLine, Column: pos.col + j, Err: csv.ErrBareQuote}
+				break parse
+			}
+			r.spans = append(r.spans, span{start: base + off, end: base + off + len(field)})
+			if i < 0 {
+				break parse
+			}
+			line = line[i+commaLen:]
+			off += i + commaLen
+			pos.col += i + commaLen
+			continue parse
+		}
+		// A quoted field: up to a quote that is not doubled, over lines.
+		line = line[1:]
+		off++
+		pos.col++
+		start, esc := base+off, false
+		for {
+			if i := bytes.IndexByte(line, '"'); i >= 0 {
+				line = line[i+1:]
+				off += i + 1
+				pos.col += i + 1
+				switch {
+				case len(line) > 0 && line[0] == '"':
+					esc = true
+					line = line[1:]
+					off++
+					pos.col++
+				case len(line) >= commaLen && string(line[:commaLen]) == r.comma:
+					r.spans = append(r.spans, span{start: start, end: base + off - 1, esc: esc})
+					line = line[commaLen:]
+					off += commaLen
+					pos.col += commaLen
+					continue parse
+				case len(line) == 0:
+					r.spans = append(r.spans, span{start: start, end: base + off - 1, esc: esc})
+					break parse
+				default:
+					perr = &csv.ParseError{StartLine: recLine, Line: r.numLine, Column: pos.col - 1, Err: csv.ErrQuote}
+					break parse
+				}
+				continue
+			}
+			if len(line) == 0 && !nl {
+				// The input ends inside the quotes.
+				perr = &csv.ParseError{StartLine: recLine, Line: pos.line, Column: pos.col, Err: csv.ErrQuote}
+				break parse
+			}
+			// The field goes on on the next line. A CRLF line end in it
+			// is read as LF.
+			pos.col += len(line)
+			if nl {
+				pos.col++
+				if n < len(orig)-1 {
+					esc = true
+				}
+			}
+			if !multi {
+				r.multi = append(r.multi[:0], orig...)
+				multi = true
+			}
+			next, k, knl, err := r.readLine()
+			switch {
+			case err == io.EOF:
+				line, nl = nil, false
+			case err != nil:
+				return nil, 0, err
+			default:
+				base = len(r.multi)
+				r.multi = append(r.multi, next...)
+				orig, n, nl = next, k, knl
+				line, off = next[:k], 0
+				if k > 0 || knl {
+					pos.line++
+					pos.col = 1
+				}
+			}
+		}
+	}
+
+	text := orig[:n]
+	if multi {
+		text = r.multi[:base+n]
+	}
+	raw := string(text)
+	r.raw = raw
+	if perr != nil {
+		return nil, recLine, perr
+	}
+	esc := r.esc[:0]
+	for i, s := range r.spans {
+		if s.esc {
+			esc = unescape(esc, raw[s.start:s.end])
+			r.spans[i].u = len(esc)
+		}
+	}
+	r.esc = esc
+	var unesc string
+	if len(esc) > 0 {
+		unesc = string(esc)
+	}
+	rec, at := r.rec[:0], 0
+	for _, s := range r.spans {
+		if s.esc {
+			rec = append(rec, unesc[at:s.u])
+			at = s.u
+		} else {
+			rec = append(rec, raw[s.start:s.end])
+		}
+	}
+	r.rec, r.ok, r.shape = rec, true, shapeLines
+	return rec, recLine, nil
 }
 
 // Join writes rec back as one delimited line, quoting fields as
-// encoding/csv's Writer would; it is how a record's raw text is kept. It
-// builds the line directly, since a csv.Writer per row (and its 4 KiB
-// buffer) was most of a parse's allocations.
+// encoding/csv's Writer would; it is how a record's raw text is kept
+// (Reader.Joined gives it without building it when the input already is
+// written so). It builds the line directly, since a csv.Writer per row (and
+// its 4 KiB buffer) was most of a parse's allocations.
 func Join(rec []string, comma rune) string {
 	n := len(rec) * utf8.RuneLen(comma)
 	for _, f := range rec {
@@ -104,17 +622,35 @@ func Join(rec []string, comma rune) string {
 	b.Grow(n)
 	for i, f := range rec {
 		if i > 0 {
-			b.WriteRune(comma)
+			if comma < utf8.RuneSelf {
+				b.WriteByte(byte(comma))
+			} else {
+				b.WriteRune(comma)
+			}
 		}
 		if !needsQuotes(f, comma) {
 			b.WriteString(f)
 			continue
 		}
-		b.WriteByte('"')
-		b.WriteString(strings.ReplaceAll(f, `"`, `""`))
-		b.WriteByte('"')
+		writeQuoted(&b, f)
 	}
 	return b.String()
+}
+
+// writeQuoted writes f in quotes, doubling the quotes in it.
+func writeQuoted(b *strings.Builder, f string) {
+	b.WriteByte('"')
+	for {
+		j := strings.IndexByte(f, '"')
+		if j < 0 {
+			break
+		}
+		b.WriteString(f[:j+1])
+		b.WriteByte('"')
+		f = f[j+1:]
+	}
+	b.WriteString(f)
+	b.WriteByte('"')
 }
 
 // needsQuotes is encoding/csv's rule for quoting a field on output.
@@ -126,16 +662,17 @@ func needsQuotes(f string, comma rune) bool {
 		return true
 	}
 	if comma < utf8.RuneSelf {
+		c := byte(comma)
 		for i := 0; i < len(f); i++ {
-			if c := f[i]; c == '\n' || c == '\r' || c == '"' || c == byte(comma) {
+			// '"', '\n' and '\r' are all at most '"'.
+			if b := f[i]; b == c || b <= '"' && (b == '"' || b == '\n' || b == '\r') {
 				return true
 			}
 		}
 	} else if strings.ContainsRune(f, comma) || strings.ContainsAny(f, "\"\r\n") {
 		return true
 	}
-	r, _ := utf8.DecodeRuneInString(f)
-	return unicode.IsSpace(r)
+	return leadingSpace(f)
 }
 
 // Header maps column names to their positions. Names are compared after
@@ -198,4 +735,19 @@ func (h *Header) Get(rec []string, name string) string {
 		return ""
 	}
 	return strings.TrimSpace(rec[i])
+}
+
+// Malformed returns err as the *csv.ParseError that Read returns for input
+// that is not well-formed CSV, or nil. It is errors.As without a target
+// declared in the caller's read loop, where it escaped to the heap on every
+// row.
+func Malformed(err error) *csv.ParseError {
+	if err == nil {
+		return nil
+	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
 }
