@@ -255,6 +255,9 @@ func (c *columns) evidence(rec []string, line int, raw string, gross, fee amount
 	if err != nil {
 		return nil, fmt.Sprintf("%s %q is not a date like 2006/01/02 15:04:05 -0700", colInitiated, date)
 	}
+	if y := t.Year(); y < 1970 || y > 9999 {
+		return nil, fmt.Sprintf("%s %q is out of range: no settlement happened then", colInitiated, date)
+	}
 	e := &reconcile.Evidence{
 		Provider: provider,
 		TxID:     txid,
