@@ -211,3 +211,37 @@ func Mangled(s string) bool {
 	}
 	return allDigits(exp, "") && allDigits(whole, "") && (!dot || allDigits(frac, ""))
 }
+
+// Currencies answers NormalizeCurrency and Exponent for one provider,
+// remembering the answers for the first 64 spellings it sees: a report holds
+// a handful of currencies, and parsers ask on every row.
+type Currencies struct {
+	Provider string
+	seen     map[string]currencyAnswer
+}
+
+type currencyAnswer struct {
+	code string
+	exp  int
+	err  error
+}
+
+// Lookup returns the upper-case code of the currency written s and the
+// provider's exponent for it.
+func (c *Currencies) Lookup(s string) (code string, exp int, err error) {
+	if a, ok := c.seen[s]; ok {
+		return a.code, a.exp, a.err
+	}
+	var a currencyAnswer
+	a.code, a.err = NormalizeCurrency(s)
+	if a.err == nil {
+		a.exp, a.err = Exponent(c.Provider, a.code)
+	}
+	if c.seen == nil {
+		c.seen = map[string]currencyAnswer{}
+	}
+	if len(c.seen) < 64 {
+		c.seen[s] = a
+	}
+	return a.code, a.exp, a.err
+}

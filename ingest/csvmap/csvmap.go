@@ -132,7 +132,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line %d: %w", m.SkipRows+1, err)
 	}
-	p := &parser{m: &m, tr: tr, sink: sink, offset: m.SkipRows}
+	p := &parser{m: &m, tr: tr, sink: sink, offset: m.SkipRows, currencies: reconcile.Currencies{Provider: m.Provider}}
 	if err := p.header(); err != nil {
 		return err
 	}
@@ -185,43 +185,13 @@ type parser struct {
 	txID, amount, debit, credit, direction, currency, when, kind, status, fee col
 	effectKey, parentEffectKey, paymentIntent, parentTxID, description        col
 	meta                                                                      []metaCol
-	// currencies caches what NormalizeCurrency and Exponent said of the
-	// currencies seen, as written; a file holds a handful.
-	currencies map[string]currencyInfo
+	currencies                                                                reconcile.Currencies
 }
 
 // metaCol is a column kept in Metadata under key.
 type metaCol struct {
 	key string
 	col
-}
-
-// currencyInfo is a currency as written: its code and exponent, or why it
-// has none.
-type currencyInfo struct {
-	code string
-	exp  int
-	err  error
-}
-
-// currencyOf normalizes a currency and finds its exponent, remembering the
-// answers for the first 64 spellings seen.
-func (p *parser) currencyOf(s string) (string, int, error) {
-	if ci, ok := p.currencies[s]; ok {
-		return ci.code, ci.exp, ci.err
-	}
-	var ci currencyInfo
-	ci.code, ci.err = reconcile.NormalizeCurrency(s)
-	if ci.err == nil {
-		ci.exp, ci.err = reconcile.Exponent(p.m.Provider, ci.code)
-	}
-	if p.currencies == nil {
-		p.currencies = map[string]currencyInfo{}
-	}
-	if len(p.currencies) < 64 {
-		p.currencies[s] = ci
-	}
-	return ci.code, ci.exp, ci.err
 }
 
 // header reads the header row and finds every column the mapping names.
@@ -332,7 +302,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	if cur == "" {
 		return nil, "", fmt.Sprintf("column %q is empty: no currency", p.currency.name)
 	}
-	cur, exp, err := p.currencyOf(cur)
+	cur, exp, err := p.currencies.Lookup(cur)
 	if err != nil {
 		return nil, "", fmt.Sprintf("column %q: %v", p.currency.name, err)
 	}

@@ -174,7 +174,7 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
-	p := itemizedParser{cols: cols, loc: loc, sep: sep, currencies: map[string]currencyInfo{}}
+	p := itemizedParser{cols: cols, loc: loc, sep: sep, currencies: reconcile.Currencies{Provider: provider}}
 	last := line
 	for rows := 0; ; rows++ {
 		if err := cancelled(ctx, rows); err != nil {
@@ -209,32 +209,8 @@ type itemizedParser struct {
 	cols       *itemizedColumns
 	loc        *time.Location
 	sep        byte
-	currencies map[string]currencyInfo // a report holds few currencies; looking each up costs
-	kv         []string                // scratch for metadata: key, value, ...
-}
-
-// currencyInfo is a currency column value's meaning, or why it has none.
-type currencyInfo struct {
-	code string
-	exp  int
-	err  error
-}
-
-// currency normalizes a currency code and finds its exponent, remembering
-// the answers for the first few codes seen.
-func (p *itemizedParser) currency(s string) (string, int, error) {
-	if ci, ok := p.currencies[s]; ok {
-		return ci.code, ci.exp, ci.err
-	}
-	var ci currencyInfo
-	ci.code, ci.err = reconcile.NormalizeCurrency(s)
-	if ci.err == nil {
-		ci.exp, ci.err = reconcile.Exponent(provider, ci.code)
-	}
-	if len(p.currencies) < 64 {
-		p.currencies[s] = ci
-	}
-	return ci.code, ci.exp, ci.err
+	currencies reconcile.Currencies
+	kv         []string // scratch for metadata: key, value, ...
 }
 
 // row turns one data record into its outcome.
@@ -260,7 +236,7 @@ func (p *itemizedParser) row(rec []string, line int, raw string, sink reconcile.
 			return sink.Reject(line, raw, fmt.Sprintf("column %s: %q is in scientific notation: a spreadsheet mangled the id; export the report again without opening it in a spreadsheet", id.name, v))
 		}
 	}
-	cur, exp, err := p.currency(get(c.currency))
+	cur, exp, err := p.currencies.Lookup(get(c.currency))
 	if err != nil {
 		return sink.Reject(line, raw, "column currency: "+err.Error())
 	}
