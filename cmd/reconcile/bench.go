@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,8 +112,7 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	f2.in.stripeTZ = "UTC"
 	err = quiet.run(ctx, f2, []string{path, events})
 	elapsed := time.Since(t)
-	var ee *exitError
-	if err != nil && !(asExit(err, &ee) && ee.code == exitPerson) {
+	if err != nil && !needsPersonOnly(err) {
 		return err
 	}
 	say("run end to end: %s, %.0f report lines/s, %.1f MB/s of both inputs", elapsed.Round(time.Millisecond), float64(world.Lines())/elapsed.Seconds(),
@@ -142,15 +142,14 @@ func writeWith(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
-func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
-
-func asExit(err error, target **exitError) bool {
-	e, ok := err.(*exitError)
-	if ok {
-		*target = e
-	}
-	return ok
+// needsPersonOnly reports whether err only says that a run found something
+// for a person (exit status 3): the run itself succeeded.
+func needsPersonOnly(err error) bool {
+	var ee *exitError
+	return errors.As(err, &ee) && ee.code == exitPerson
 }
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
 
 // parseCounts reads the class counts from a run's summary table.
 func parseCounts(summary string) map[string]int {

@@ -155,8 +155,7 @@ func (a *app) demo(cmd *cobra.Command, dir string) error {
 	rf := &runFlags{lag: 3 * time.Hour}
 	rf.in.stripeTZ = "UTC"
 	err = run.run(ctx, rf, []string{report})
-	var ee *exitError
-	if err != nil && !(asExit(err, &ee) && ee.code == exitPerson) {
+	if err != nil && !needsPersonOnly(err) {
 		return err
 	}
 	fmt.Fprintf(out, "\nThe demo's files are in %s. The run above only planned its repairs: making them (--apply),\n", dir)

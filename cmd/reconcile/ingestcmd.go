@@ -64,7 +64,7 @@ Examples:
 				if check {
 					input, err = ingest.Read(ctx, src, opt, c)
 				} else {
-					input, _, err = persist(ctx, store, src, opt, c)
+					input, _, err = persist(ctx, store, src, "", opt, c)
 				}
 				if err != nil {
 					if ctx.Err() != nil {
@@ -98,11 +98,11 @@ Examples:
 }
 
 // persist ingests one source into the ledger, unless its content is there
-// already, and returns its account and its id in the manifest. Rejected
-// rows also go to c, for the report.
-func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options, c *collectRejected) (*ingest.Input, int64, error) {
-	var hash string
-	if src.Local() {
+// already, and returns its account and its id in the manifest. hash is the
+// content's hash when the caller knows it, else "". Rejected rows also go to
+// c, for the report.
+func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, hash string, opt *ingest.Options, c *collectRejected) (*ingest.Input, int64, error) {
+	if hash == "" && src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
 			return nil, 0, err

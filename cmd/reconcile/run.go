@@ -136,8 +136,9 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 
 	// An input that cannot be read at all stops the run before it changes
 	// anything, so every new input is read once before any is written.
-	for _, src := range srcs {
-		if err := checkReadable(ctx, store, src, opt); err != nil {
+	hashes := make([]string, len(srcs))
+	for i, src := range srcs {
+		if hashes[i], err = checkReadable(ctx, store, src, opt); err != nil {
 			return inputFailure(err)
 		}
 	}
@@ -147,7 +148,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: runID, Args: argsJSON}); err != nil {
 		return err
 	}
-	res, err := a.reconcile(ctx, store, runID, srcs, opt, asOf, f.lag)
+	res, err := a.reconcile(ctx, store, runID, srcs, hashes, opt, asOf, f.lag)
 	status := reconcile.RunSucceeded
 	var resJSON []byte
 	if err != nil {
@@ -177,7 +178,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 }
 
 // reconcile ingests, matches and records one run.
-func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, opt *ingest.Options,
+func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, hashes []string, opt *ingest.Options,
 	asOf time.Time, lag time.Duration) (*result, error) {
 	res := &result{RunID: runID, Counts: map[string]int{}, Inputs: []inputResult{}, Discrepancies: []discrepancy{}, Rejected: []rejectedRow{}}
 	start := time.Now()
@@ -186,9 +187,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		start = time.Now()
 	}
 	var sourceIDs []int64
-	for _, src := range srcs {
+	for i, src := range srcs {
 		c := &collectRejected{}
-		in, id, err := persist(ctx, store, src, opt, c)
+		in, id, err := persist(ctx, store, src, hashes[i], opt, c)
 		if err != nil {
 			return nil, err
 		}
@@ -300,22 +301,25 @@ func appendNonEmpty(list []string, vs ...string) []string {
 
 // checkReadable reads a source that is not in the ledger yet, writing
 // nothing, so that an unreadable input stops the run before anything
-// changes.
-func checkReadable(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options) error {
+// changes. It returns the content's hash when it knows it.
+func checkReadable(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options) (string, error) {
 	hash := ""
 	if src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if _, err := store.FindSource(ctx, hash, src.ETag); err == nil {
-		return nil
+		return hash, nil
 	} else if !errors.Is(err, reconcile.ErrNotFound) {
-		return err
+		return "", err
 	}
-	_, err := ingest.Read(ctx, src, opt, &collectRejected{})
-	return err
+	in, err := ingest.Read(ctx, src, opt, &collectRejected{})
+	if err != nil {
+		return "", err
+	}
+	return in.Hash, nil
 }
 
 // spoolStdin copies standard input to a temporary file, so that it can be

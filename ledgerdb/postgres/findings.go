@@ -20,7 +20,7 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 	return s.queryEvidence(ctx, `WHERE NOT ev.source_id = ANY($3) AND (
 		(ev.effect_key <> '' AND ev.effect_key = ANY($1)) OR (ev.tx_id <> '' AND ev.tx_id = ANY($2))
 		OR (ev.payment_intent <> '' AND ev.payment_intent = ANY($2)) OR (ev.parent_tx_id <> '' AND ev.parent_tx_id = ANY($2)))`,
-		nonNil(p.Keys), nonNil(p.IDs), nonNilIDs(p.ExcludeSources))
+		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
 }
 
 // ScopeEffects implements ledgerdb.Store.
@@ -116,16 +116,11 @@ func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrep
 	})
 }
 
-func nonNil(s []string) []string {
+// nonNil turns a nil list into an empty one: pgx sends nil as NULL, and
+// "x = ANY(NULL)" is not false but NULL, which NOT does not undo.
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func nonNilIDs(s []int64) []int64 {
-	if s == nil {
-		return []int64{}
+		return []T{}
 	}
 	return s
 }
