@@ -13,6 +13,7 @@ import (
 	"reconcile"
 	"reconcile/ingest"
 	"reconcile/ledgerdb"
+	"reconcile/report"
 )
 
 func (a *app) ingestCommand() *cobra.Command {
@@ -56,7 +57,7 @@ Examples:
 				}
 				defer store.Close()
 			}
-			res := checkResult{Inputs: []*ingest.Input{}, Rejected: []rejectedRow{}}
+			res := checkResult{Inputs: []*ingest.Input{}, Rejected: []report.Rejected{}}
 			var failed []error
 			for _, src := range srcs {
 				c := &collectRejected{}
@@ -164,24 +165,17 @@ func inputFailure(err error) error {
 	return err
 }
 
-type rejectedRow struct {
-	URI    string `json:"uri"`
-	Line   int    `json:"line"`
-	Reason string `json:"reason"`
-	Raw    string `json:"raw"`
-}
-
 type checkResult struct {
-	Inputs   []*ingest.Input `json:"inputs"`
-	Rejected []rejectedRow   `json:"rejected"`
+	Inputs   []*ingest.Input   `json:"inputs"`
+	Rejected []report.Rejected `json:"rejected"`
 }
 
 // collectRejected keeps the rejected rows of a check and drops the evidence.
-type collectRejected struct{ rows []rejectedRow }
+type collectRejected struct{ rows []report.Rejected }
 
 func (c *collectRejected) Evidence(*reconcile.Evidence) error { return nil }
 func (c *collectRejected) Reject(r *reconcile.Rejected) error {
-	c.rows = append(c.rows, rejectedRow{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: r.Raw})
+	c.rows = append(c.rows, report.Rejected{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: r.Raw})
 	return nil
 }
 

@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +17,7 @@ import (
 	"reconcile/ingest"
 	"reconcile/ledgerdb"
 	"reconcile/matcher"
+	"reconcile/report"
 )
 
 // runFlags are the flags of `reconcile run`.
@@ -64,47 +62,6 @@ Examples:
 	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries (not available in this release)")
 	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
 	return cmd
-}
-
-// result is the JSON result of a run: the contract of DESIGN section 8.
-type result struct {
-	RunID         string         `json:"run_id"`
-	AsOf          string         `json:"as_of"`
-	Applied       bool           `json:"applied"`
-	Counts        map[string]int `json:"counts"`
-	OutOfScope    int            `json:"out_of_scope"`
-	Inputs        []inputResult  `json:"inputs"`
-	Discrepancies []discrepancy  `json:"discrepancies"`
-	Rejected      []rejectedRow  `json:"rejected"`
-}
-
-type inputResult struct {
-	URI             string `json:"uri"`
-	Format          string `json:"format"`
-	Rows            int    `json:"rows"`
-	Evidence        int    `json:"evidence"`
-	Rejected        int    `json:"rejected"`
-	Ignored         int    `json:"ignored"`
-	AlreadyIngested bool   `json:"already_ingested,omitempty"`
-}
-
-type discrepancy struct {
-	Class         reconcile.Class `json:"class"`
-	EffectKey     string          `json:"effect_key"`
-	Provider      string          `json:"provider"`
-	Currency      string          `json:"currency"`
-	ExpectedMinor int64           `json:"expected_minor"`
-	ObservedMinor int64           `json:"observed_minor"`
-	Transactions  []string        `json:"transactions"`
-	Actions       []action        `json:"actions"`
-	Reason        string          `json:"reason"`
-}
-
-type action struct {
-	Kind    reconcile.ActionKind `json:"kind"`
-	Key     string               `json:"key"`
-	Target  string               `json:"target"`
-	Outcome reconcile.Outcome    `json:"outcome"`
 }
 
 func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
@@ -168,9 +125,9 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		}
 	}
 	if f.jsonPath != "-" {
-		printRun(a.stdout, res)
+		report.Summary(a.stdout, res)
 	}
-	if needsPerson(res) {
+	if res.NeedsPerson() {
 		return &exitError{code: exitPerson, err: fmt.Errorf("run %s: %d mismatched, %d escalated, %d unexpected: a person should look",
 			runID, res.Counts[string(reconcile.Mismatched)], res.Counts[string(reconcile.Escalated)], res.Counts[string(reconcile.Unexpected)])}
 	}
@@ -179,8 +136,8 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 
 // reconcile ingests, matches and records one run.
 func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, hashes []string, opt *ingest.Options,
-	asOf time.Time, lag time.Duration) (*result, error) {
-	res := &result{RunID: runID, Counts: map[string]int{}, Inputs: []inputResult{}, Discrepancies: []discrepancy{}, Rejected: []rejectedRow{}}
+	asOf time.Time, lag time.Duration) (*report.Result, error) {
+	res := &report.Result{RunID: runID, Counts: map[string]int{}, Inputs: []report.Input{}, Discrepancies: []report.Discrepancy{}, Rejected: []report.Rejected{}, Orphans: []report.Orphan{}}
 	start := time.Now()
 	phase := func(name string) {
 		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond))
@@ -203,7 +160,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 			}
 		}
 		sourceIDs = append(sourceIDs, id)
-		res.Inputs = append(res.Inputs, inputResult{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
+		res.Inputs = append(res.Inputs, report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
 			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested})
 		res.Rejected = append(res.Rejected, c.rows...)
 	}
@@ -258,13 +215,13 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		if d.Class == reconcile.Confirmed {
 			continue
 		}
-		out := discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency,
-			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []action{}, Reason: d.Reason}
+		out := report.Discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency,
+			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: d.Reason}
 		for _, t := range d.Transactions {
 			out.Transactions = append(out.Transactions, t.ID)
 		}
 		for _, x := range d.Actions {
-			out.Actions = append(out.Actions, action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome})
+			out.Actions = append(out.Actions, report.Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome, AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency})
 		}
 		res.Discrepancies = append(res.Discrepancies, out)
 	}
@@ -383,87 +340,4 @@ func newRunID(now time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)
 	return "rec_" + now.UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b)
-}
-
-func needsPerson(r *result) bool {
-	if r.Counts[string(reconcile.Mismatched)]+r.Counts[string(reconcile.Escalated)]+r.Counts[string(reconcile.Unexpected)] > 0 {
-		return true
-	}
-	for _, d := range r.Discrepancies {
-		for _, x := range d.Actions {
-			if x.Outcome == reconcile.OutcomeRefused {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// printRun writes the summary for people: inputs, counts and money per class
-// and currency, and the actions.
-func printRun(w io.Writer, r *result) {
-	mode := "plan only: nothing was changed outside the ledger"
-	if r.Applied {
-		mode = "applied"
-	}
-	fmt.Fprintf(w, "run %s, as of %s (%s)\n\n", r.RunID, r.AsOf, mode)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "INPUT\tFORMAT\tROWS\tEVIDENCE\tREJECTED\tIGNORED\t")
-	for _, in := range r.Inputs {
-		note := ""
-		if in.AlreadyIngested {
-			note = "(ingested before)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", in.URI, in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored, note)
-	}
-	tw.Flush()
-
-	type key struct {
-		class reconcile.Class
-		cur   string
-	}
-	money := map[key]int64{}
-	for _, d := range r.Discrepancies {
-		amount := d.ExpectedMinor
-		if d.Class == reconcile.Unexpected || d.Class == reconcile.Duplicated || d.Class == reconcile.Mismatched {
-			amount = d.ObservedMinor
-		}
-		money[key{d.Class, d.Currency}] += amount
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "CLASS\tCOUNT\tMONEY\t")
-	for _, c := range reconcile.Classes {
-		var amounts []string
-		for k, v := range money {
-			if k.class == c {
-				amounts = append(amounts, reconcile.Money{Minor: v, Currency: k.cur}.String())
-			}
-		}
-		sort.Strings(amounts)
-		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", c, r.Counts[string(c)], strings.Join(amounts, ", "))
-	}
-	tw.Flush()
-	if r.OutOfScope > 0 {
-		fmt.Fprintf(w, "out of scope: %d effects (no evidence of their kind in these inputs)\n", r.OutOfScope)
-	}
-	var acts []string
-	for _, d := range r.Discrepancies {
-		for _, x := range d.Actions {
-			acts = append(acts, fmt.Sprintf("  %-10s %-10s %s", x.Outcome, x.Kind, x.Key))
-		}
-	}
-	if len(acts) > 0 {
-		fmt.Fprintf(w, "\nactions:\n%s\n", strings.Join(acts, "\n"))
-	}
-	if len(r.Rejected) > 0 {
-		fmt.Fprintf(w, "\n%d rejected rows (see --json for all):\n", len(r.Rejected))
-		for i, x := range r.Rejected {
-			if i == 10 {
-				fmt.Fprintf(w, "  ...\n")
-				break
-			}
-			fmt.Fprintf(w, "  %s:%d: %s\n", x.URI, x.Line, x.Reason)
-		}
-	}
 }

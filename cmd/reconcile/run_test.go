@@ -67,14 +67,35 @@ func seedLedger(t *testing.T, url string) {
 }
 
 type runResult struct {
-	RunID         string         `json:"run_id"`
-	AsOf          string         `json:"as_of"`
-	Applied       bool           `json:"applied"`
-	Counts        map[string]int `json:"counts"`
-	OutOfScope    int            `json:"out_of_scope"`
-	Inputs        []inputResult  `json:"inputs"`
-	Discrepancies []discrepancy  `json:"discrepancies"`
-	Rejected      []struct {
+	RunID      string         `json:"run_id"`
+	AsOf       string         `json:"as_of"`
+	Applied    bool           `json:"applied"`
+	Counts     map[string]int `json:"counts"`
+	OutOfScope int            `json:"out_of_scope"`
+	Inputs     []struct {
+		URI             string `json:"uri"`
+		Format          string `json:"format"`
+		Rows            int    `json:"rows"`
+		Evidence        int    `json:"evidence"`
+		Rejected        int    `json:"rejected"`
+		AlreadyIngested bool   `json:"already_ingested"`
+	} `json:"inputs"`
+	Discrepancies []struct {
+		Class         string   `json:"class"`
+		EffectKey     string   `json:"effect_key"`
+		Provider      string   `json:"provider"`
+		Currency      string   `json:"currency"`
+		ExpectedMinor int64    `json:"expected_minor"`
+		ObservedMinor int64    `json:"observed_minor"`
+		Transactions  []string `json:"transactions"`
+		Actions       []struct {
+			Kind    string `json:"kind"`
+			Key     string `json:"key"`
+			Target  string `json:"target"`
+			Outcome string `json:"outcome"`
+		} `json:"actions"`
+	} `json:"discrepancies"`
+	Rejected []struct {
 		URI    string `json:"uri"`
 		Line   int    `json:"line"`
 		Reason string `json:"reason"`

@@ -1,0 +1,138 @@
+// Package report turns a run into what people and other tools read: the
+// JSON result (the contract of DESIGN section 8), the summary table, the
+// finance spreadsheet and the metrics of the nightly run.
+package report
+
+import (
+	"time"
+
+	"reconcile"
+)
+
+// Result is the JSON result of a run. Its field names are a contract: other
+// tools read them.
+type Result struct {
+	RunID      string         `json:"run_id"`
+	AsOf       string         `json:"as_of"`
+	Applied    bool           `json:"applied"`
+	Counts     map[string]int `json:"counts"` // one integer per class in reconcile.Classes
+	OutOfScope int            `json:"out_of_scope"`
+	Inputs     []Input        `json:"inputs"`
+	// Discrepancies are every finding other than confirmed.
+	Discrepancies []Discrepancy `json:"discrepancies"`
+	Rejected      []Rejected    `json:"rejected"`
+	// Orphans are effects made by an owner that had lost its claim: real
+	// money nobody would see unless it is reported.
+	Orphans    []Orphan  `json:"orphans"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Input is one input's account.
+type Input struct {
+	URI             string `json:"uri"`
+	Format          string `json:"format"`
+	Rows            int    `json:"rows"`
+	Evidence        int    `json:"evidence"`
+	Rejected        int    `json:"rejected"`
+	Ignored         int    `json:"ignored"`
+	AlreadyIngested bool   `json:"already_ingested,omitempty"`
+}
+
+// Discrepancy is one finding: an effect's class other than confirmed, or an
+// unexpected transaction (EffectKey empty).
+type Discrepancy struct {
+	Class         reconcile.Class `json:"class"`
+	EffectKey     string          `json:"effect_key"`
+	Provider      string          `json:"provider"`
+	Currency      string          `json:"currency"` // upper case
+	ExpectedMinor int64           `json:"expected_minor"`
+	ObservedMinor int64           `json:"observed_minor"`
+	Transactions  []string        `json:"transactions"`
+	Actions       []Action        `json:"actions"`
+	Reason        string          `json:"reason"` // in words, for people
+	// Time is when the effect was created, or when the unexpected
+	// transaction happened; zero when unknown.
+	Time time.Time `json:"time,omitzero"`
+}
+
+// Action is one action of a finding and what became of it.
+type Action struct {
+	Kind    reconcile.ActionKind `json:"kind"`
+	Key     string               `json:"key"`
+	Target  string               `json:"target"`
+	Outcome reconcile.Outcome    `json:"outcome"`
+	// AmountMinor and Currency are the money the action moves (a refund,
+	// a redelivered charge); zero for a page.
+	AmountMinor int64  `json:"amount_minor,omitempty"`
+	Currency    string `json:"currency,omitempty"`
+	// Made is what the provider made or a lookup found (re_…, pi_…).
+	Made string `json:"made,omitempty"`
+	// Note says in words why the outcome is what it is.
+	Note string `json:"note,omitempty"`
+}
+
+// Rejected is one input row that was not evidence.
+type Rejected struct {
+	URI    string `json:"uri"`
+	Line   int    `json:"line"` // 1-based line the row starts on; a CSV header is line 1
+	Reason string `json:"reason"`
+	Raw    string `json:"raw"`
+}
+
+// Orphan is a success reported by an owner that had lost its claim.
+type Orphan struct {
+	Key          string `json:"key"`
+	StaleOwner   string `json:"stale_owner"`
+	StaleFence   int64  `json:"stale_fence"`
+	StaleResult  string `json:"stale_result"`
+	CurrentOwner string `json:"current_owner"`
+	CurrentFence int64  `json:"current_fence"`
+	CurrentState string `json:"current_state"`
+}
+
+// NeedsPerson reports whether the run found something a person must look
+// at: an escalated or mismatched effect, unexpected money, a refused
+// action, an orphan. It decides exit status 3.
+func (r *Result) NeedsPerson() bool {
+	if r.Counts[string(reconcile.Mismatched)]+r.Counts[string(reconcile.Escalated)]+r.Counts[string(reconcile.Unexpected)] > 0 || len(r.Orphans) > 0 {
+		return true
+	}
+	for _, d := range r.Discrepancies {
+		for _, x := range d.Actions {
+			if x.Outcome == reconcile.OutcomeRefused {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// MoneyAtRisk is, per currency, the money of the findings that are not
+// settled: the extra money of a duplicate, and what is missing, mismatched, unexpected, deferred or
+// escalated. Pending is not at risk yet.
+func (r *Result) MoneyAtRisk() map[string]int64 {
+	out := map[string]int64{}
+	for _, d := range r.Discrepancies {
+		if d.Class == reconcile.Pending {
+			continue
+		}
+		at := d.Money()
+		if d.Class == reconcile.Duplicated {
+			at = d.ObservedMinor - d.ExpectedMinor // the extra transactions
+		}
+		out[d.Currency] += at
+	}
+	return out
+}
+
+// Money is the amount a finding is about: what was observed for a
+// duplicate, a mismatch or unexpected money (for a duplicate, the sum of
+// its transactions), else what was expected.
+func (d *Discrepancy) Money() int64 {
+	switch d.Class {
+	case reconcile.Unexpected, reconcile.Duplicated, reconcile.Mismatched:
+		return d.ObservedMinor
+	}
+	return d.ExpectedMinor
+}

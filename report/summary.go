@@ -1,0 +1,76 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"reconcile"
+)
+
+// Summary writes the summary for people: inputs, counts and money per class
+// and currency, and the actions.
+func Summary(w io.Writer, r *Result) {
+	mode := "plan only: nothing was changed outside the ledger"
+	if r.Applied {
+		mode = "applied"
+	}
+	fmt.Fprintf(w, "run %s, as of %s (%s)\n\n", r.RunID, r.AsOf, mode)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INPUT\tFORMAT\tROWS\tEVIDENCE\tREJECTED\tIGNORED\t")
+	for _, in := range r.Inputs {
+		note := ""
+		if in.AlreadyIngested {
+			note = "(ingested before)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", in.URI, in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored, note)
+	}
+	tw.Flush()
+
+	type key struct {
+		class reconcile.Class
+		cur   string
+	}
+	money := map[key]int64{}
+	for _, d := range r.Discrepancies {
+		money[key{d.Class, d.Currency}] += d.Money()
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CLASS\tCOUNT\tMONEY\t")
+	for _, c := range reconcile.Classes {
+		var amounts []string
+		for k, v := range money {
+			if k.class == c {
+				amounts = append(amounts, reconcile.Money{Minor: v, Currency: k.cur}.String())
+			}
+		}
+		sort.Strings(amounts)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", c, r.Counts[string(c)], strings.Join(amounts, ", "))
+	}
+	tw.Flush()
+	if r.OutOfScope > 0 {
+		fmt.Fprintf(w, "out of scope: %d effects (no evidence of their kind in these inputs)\n", r.OutOfScope)
+	}
+	var acts []string
+	for _, d := range r.Discrepancies {
+		for _, x := range d.Actions {
+			acts = append(acts, fmt.Sprintf("  %-10s %-10s %s", x.Outcome, x.Kind, x.Key))
+		}
+	}
+	if len(acts) > 0 {
+		fmt.Fprintf(w, "\nactions:\n%s\n", strings.Join(acts, "\n"))
+	}
+	if len(r.Rejected) > 0 {
+		fmt.Fprintf(w, "\n%d rejected rows (see --json for all):\n", len(r.Rejected))
+		for i, x := range r.Rejected {
+			if i == 10 {
+				fmt.Fprintf(w, "  ...\n")
+				break
+			}
+			fmt.Fprintf(w, "  %s:%d: %s\n", x.URI, x.Line, x.Reason)
+		}
+	}
+}
