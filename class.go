@@ -61,7 +61,11 @@ type Action struct {
 	// compensation, the effect key for a redelivery or a page.
 	Target  string  `json:"target"`
 	Outcome Outcome `json:"outcome"`
-	Amount  Money   `json:"-"` // the money the action moves, for blast-radius limits and reports
+	Amount  Money   `json:"amount"` // the money the action moves, for blast-radius limits and reports
+	// Made is what the provider made or a lookup found (re_…, pi_…), once known.
+	Made string `json:"made,omitempty"`
+	// Note says in words why the outcome is what it is.
+	Note string `json:"note,omitempty"`
 }
 
 // Transaction is one provider transaction as reconciliation sees it: the

@@ -34,6 +34,11 @@ type Effect struct {
 	Response    json.RawMessage // what came back, nil until known
 	CreatedAt   time.Time       // UTC
 	ConfirmedAt time.Time       // UTC; zero until confirmed
+	// ParentKey and Depth place a compensation: depth 1, parent the key of
+	// the effect it compensates. An application's own effects are depth 0
+	// with no parent. Nothing is ever made at depth 2.
+	ParentKey string
+	Depth     int
 }
 
 // EffectKey is the one function that builds an effect's idempotency key. Its

@@ -43,3 +43,20 @@ func AlreadyAbandoned(e *reconcile.Effect) (*reconcile.Effect, error) {
 	}
 	return nil, fmt.Errorf("effect %s: %w: it is %s, and only an attempted effect can be abandoned", e.Key, reconcile.ErrInvalidTransition, e.Status)
 }
+
+// ResolvedStatus is what a resolution does to the effect row: an attempted
+// effect resolved as abandoned is abandoned; one resolved as confirmed with
+// an external id is confirmed with it. Anything else leaves the row as it
+// is (an empty status).
+func ResolvedStatus(e *reconcile.Effect, p *ResolveParams) (reconcile.Status, string) {
+	if e.Status != reconcile.StatusAttempted {
+		return "", ""
+	}
+	switch {
+	case p.As == reconcile.ResolvedAbandoned:
+		return reconcile.StatusAbandoned, ""
+	case p.As == reconcile.ResolvedConfirmed && p.ExternalID != "":
+		return reconcile.StatusConfirmed, p.ExternalID
+	}
+	return "", ""
+}

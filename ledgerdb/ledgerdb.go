@@ -86,6 +86,30 @@ type Store interface {
 	RecordFindings(ctx context.Context, p *FindingsParams) (*FindingsResult, error)
 	// Findings returns a run's findings in the order they were recorded.
 	Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error)
+	// EffectFindings returns every finding about one effect, oldest run
+	// first: its history.
+	EffectFindings(ctx context.Context, effectKey string) ([]RunFinding, error)
+	// EffectStates returns the state of the given effects that have one.
+	EffectStates(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error)
+
+	// Escalate opens an escalation, or returns the one open under its key
+	// (Opened false). A resolved escalation under the key is opened again
+	// under the next generation (Opened true): it is paged again, once.
+	Escalate(ctx context.Context, p *EscalateParams) (*EscalateResult, error)
+	// MarkPaged records that the pager took an escalation's generation.
+	MarkPaged(ctx context.Context, p *MarkPagedParams) error
+	// Escalations lists escalations, oldest first: those about one subject
+	// and the effects it compensates through (Subject), or all not resolved
+	// (Open), or all.
+	Escalations(ctx context.Context, p *EscalationsParams) ([]reconcile.Escalation, error)
+	// Resolve records a person's decision on an effect in one transaction:
+	// the resolution, the effect's state (final), an attempted effect
+	// abandoned or confirmed as decided, and every escalation about it
+	// closed. It returns the escalations it closed.
+	Resolve(ctx context.Context, p *ResolveParams) (*ResolveResult, error)
+	// ClaimsOf returns the claims on an effect's actions: the key itself and
+	// every key that starts with it and a colon, in key order.
+	ClaimsOf(ctx context.Context, effectKey string) ([]reconcile.Claim, error)
 
 	// StartRun records a run as running.
 	StartRun(ctx context.Context, p *StartRunParams) (*reconcile.Run, error)
@@ -130,6 +154,10 @@ type RecordParams struct {
 	Step     string
 	Provider string
 	Request  json.RawMessage // must be a JSON object
+	// ParentKey and Depth are set for a compensation: the effect it
+	// compensates, and 1.
+	ParentKey string
+	Depth     int
 }
 
 // RecordResult is the effect row and whether this call created it.
@@ -155,6 +183,11 @@ type ClaimParams struct {
 	Key   string
 	Owner string        // who claims: host:pid:run, for people reading the table
 	TTL   time.Duration // the lease length; 0 means no deadline
+	// Effect, when set, is recorded as attempted in the same transaction as
+	// a claim that is taken (a compensation's own effect row): both land or
+	// neither. A key that exists with the same request is left as it is;
+	// with another request the claim fails with *reconcile.KeyReusedError.
+	Effect *RecordParams
 }
 
 // RenewParams extends a lease held under Fence.
@@ -172,6 +205,11 @@ type SettleParams struct {
 	Success bool            // true completes the claim, false fails it
 	Result  json.RawMessage // what the action made (ids), on success
 	Error   string          // why it failed, on failure
+	// Confirm, when set with Success, confirms an attempted effect in the
+	// same transaction as a settle that is written: the action's effect
+	// and its claim agree, whatever crashes. An effect that is not
+	// attempted any more is left as it is.
+	Confirm *ConfirmParams
 }
 
 // StartRunParams starts a run.
@@ -199,6 +237,57 @@ type LinkParams struct {
 type FindingsParams struct {
 	RunID         string
 	Discrepancies []reconcile.Discrepancy
+}
+
+// RunFinding is a finding with the run that made it.
+type RunFinding struct {
+	RunID string
+	At    time.Time // when the run started
+	reconcile.Discrepancy
+}
+
+// EscalateParams opens an escalation.
+type EscalateParams struct {
+	Key     string // the pager's dedup key
+	Subject string
+	Class   reconcile.Class
+	Reason  string
+	RunID   string
+}
+
+// EscalateResult is the escalation and whether this call opened it.
+type EscalateResult struct {
+	Escalation reconcile.Escalation
+	Opened     bool
+}
+
+// MarkPagedParams records a page.
+type MarkPagedParams struct {
+	Key        string
+	Generation int
+}
+
+// EscalationsParams filter Escalations.
+type EscalationsParams struct {
+	Subject string // this effect, and the compensations of it
+	Open    bool   // only those not resolved
+}
+
+// ResolveParams are a person's decision on an effect.
+type ResolveParams struct {
+	EffectKey string
+	As        reconcile.Resolution
+	Note      string
+	By        string // who decided: a user name
+	// ExternalID confirms an attempted effect resolved as confirmed with the
+	// provider's id; without it the effect row is left as it is.
+	ExternalID string
+}
+
+// ResolveResult is what a resolution changed.
+type ResolveResult struct {
+	Effect reconcile.Effect
+	Closed []reconcile.Escalation
 }
 
 // FindingsResult says what recording the findings changed in the ledger.

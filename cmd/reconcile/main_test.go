@@ -71,6 +71,10 @@ func TestMigrateCreatesTheEffectTableOnPostgres(t *testing.T) {
 		"response | jsonb | YES | ",
 		"created_at | timestamp with time zone | NO | now()",
 		"confirmed_at | timestamp with time zone | YES | ",
+		// Added for compensations, with defaults, as DESIGN section 4 allows:
+		// applications that write the columns above are unaffected.
+		"parent_key | text | YES | ",
+		"depth | integer | NO | 0",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effect columns (-want +got):\n%s", diff)

@@ -75,6 +75,13 @@ func Exercise(t *testing.T, open Opener) {
 		{"FindingsConfirmAttemptedEffectsWithoutOverwritingTheApplication", testFindingsConfirmAttemptedEffects},
 		{"FindingsRoundTrip", testFindingsRoundTrip},
 		{"LinkedEvidenceFindsEarlierEvidence", testLinkedEvidence},
+		{"ClaimWritesCompensationRowInTheSameTransaction", testClaimWritesCompensationRow},
+		{"ClaimWithConflictingRowTakesNothing", testClaimWithConflictingRowTakesNothing},
+		{"SettleConfirmsOnlyWhenWritten", testSettleConfirmsOnlyWhenWritten},
+		{"EscalationOpensOnceAndAgainAfterResolve", testEscalationOpensOnce},
+		{"ResolveAbandonsAndClosesScope", testResolveAbandonsAndClosesScope},
+		{"StateSinceFollowsClassChanges", testStateSinceFollowsClassChanges},
+		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

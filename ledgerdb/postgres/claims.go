@@ -60,29 +60,41 @@ func leaseUntil(now time.Time, ttl time.Duration) *time.Time {
 // again.
 func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
 	for range 10 {
-		now := s.now()
-		c, err := scanClaim(s.pool.QueryRow(ctx, `
-			INSERT INTO claim (key, owner, fence, state, lease_until, claimed_at)
-			VALUES ($1, $2, 1, 'held', $3, $4)
-			ON CONFLICT (key) DO UPDATE
-			SET owner = EXCLUDED.owner, fence = claim.fence + 1, state = 'held',
-			    lease_until = EXCLUDED.lease_until, claimed_at = EXCLUDED.claimed_at,
-			    result = NULL, error = NULL, settled_at = NULL
-			WHERE claim.state = 'failed'
-			   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= EXCLUDED.claimed_at)
-			RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), now))
-		if err == nil {
-			return &reconcile.ClaimResult{Outcome: reconcile.Claimed, Claim: *c}, nil
-		}
-		if !errors.Is(err, reconcile.ErrNotFound) {
-			return nil, fmt.Errorf("claim %s: %w", p.Key, err)
-		}
-		cur, err := s.ClaimOf(ctx, p.Key)
+		var res *reconcile.ClaimResult
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			now := s.now()
+			c, err := scanClaim(tx.QueryRow(ctx, `
+				INSERT INTO claim (key, owner, fence, state, lease_until, claimed_at)
+				VALUES ($1, $2, 1, 'held', $3, $4)
+				ON CONFLICT (key) DO UPDATE
+				SET owner = EXCLUDED.owner, fence = claim.fence + 1, state = 'held',
+				    lease_until = EXCLUDED.lease_until, claimed_at = EXCLUDED.claimed_at,
+				    result = NULL, error = NULL, settled_at = NULL
+				WHERE claim.state = 'failed'
+				   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= EXCLUDED.claimed_at)
+				RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), now))
+			if err == nil {
+				res = &reconcile.ClaimResult{Outcome: reconcile.Claimed, Claim: *c}
+				if p.Effect != nil {
+					_, err = recordAttempt(ctx, tx, p.Effect, now)
+				}
+				return err
+			}
+			if !errors.Is(err, reconcile.ErrNotFound) {
+				return err
+			}
+			cur, err := scanClaim(tx.QueryRow(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1`, p.Key))
+			if err != nil {
+				return err
+			}
+			res = ledgerdb.Unclaimable(cur, now)
+			return nil
+		})
 		if err != nil {
 			return nil, fmt.Errorf("claim %s: %w", p.Key, err)
 		}
-		if r := ledgerdb.Unclaimable(cur, now); r != nil {
-			return r, nil
+		if res != nil {
+			return res, nil
 		}
 	}
 	return nil, fmt.Errorf("claim %s: the claim kept changing under us; try again", p.Key)
@@ -122,7 +134,11 @@ func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcil
 			RETURNING `+claimCols, p.Key, p.Fence, state, result, errText, now))
 		if err == nil {
 			res = &reconcile.WriteResult{Outcome: reconcile.Written, Claim: *c}
-			return nil
+			if p.Success && p.Confirm != nil {
+				_, err = tx.Exec(ctx, `UPDATE effect SET status = 'confirmed', external_id = $2, response = $3, confirmed_at = $4
+					WHERE key = $1 AND status = 'attempted'`, p.Confirm.Key, p.Confirm.ExternalID, nullJSON(p.Confirm.Response), now)
+			}
+			return err
 		}
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			return err

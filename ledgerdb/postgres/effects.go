@@ -12,7 +12,7 @@ import (
 	"reconcile/ledgerdb"
 )
 
-const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at`
+const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth`
 
 func scanEffect(row pgx.Row) (*reconcile.Effect, error) {
 	var (
@@ -21,8 +21,9 @@ func scanEffect(row pgx.Row) (*reconcile.Effect, error) {
 		extID     *string
 		req, resp []byte
 		confirmed *time.Time
+		parent    *string
 	)
-	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &e.CreatedAt, &confirmed); err != nil {
+	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &e.CreatedAt, &confirmed, &parent, &e.Depth); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, reconcile.ErrNotFound
 		}
@@ -40,30 +41,46 @@ func scanEffect(row pgx.Row) (*reconcile.Effect, error) {
 	if confirmed != nil {
 		e.ConfirmedAt = confirmed.UTC()
 	}
+	if parent != nil {
+		e.ParentKey = *parent
+	}
 	return &e, nil
 }
 
 // RecordAttempt implements ledgerdb.Store.
 func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
+	res, err := recordAttempt(ctx, s.pool, p, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
+	}
+	return res, nil
+}
+
+// recordAttempt inserts an attempted effect, or returns the row when it
+// records the same attempt.
+func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
 	req, err := ledgerdb.CanonicalJSON(p.Request)
 	if err != nil {
-		return nil, fmt.Errorf("effect %s: %w", p.Key, err)
+		return nil, err
 	}
-	e, err := scanEffect(s.pool.QueryRow(ctx, `
-		INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
-		VALUES ($1, $2, $3, $4, 'attempted', $5, $6)
+	var parent any
+	if p.ParentKey != "" {
+		parent = p.ParentKey
+	}
+	e, err := scanEffect(q.QueryRow(ctx, `
+		INSERT INTO effect (key, run_id, step, provider, status, request, created_at, parent_key, depth)
+		VALUES ($1, $2, $3, $4, 'attempted', $5, $6, $7, $8)
 		ON CONFLICT (key) DO NOTHING
 		RETURNING `+effectCols,
-		p.Key, p.RunID, p.Step, p.Provider, string(req), s.now()))
+		p.Key, p.RunID, p.Step, p.Provider, string(req), now, parent, p.Depth))
 	if err == nil {
 		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
 	}
 	if !errors.Is(err, reconcile.ErrNotFound) {
-		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
+		return nil, err
 	}
-	e, err = s.Effect(ctx, p.Key)
-	if err != nil {
-		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
+	if e, err = scanEffect(q.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, p.Key)); err != nil {
+		return nil, err
 	}
 	return ledgerdb.SameAttempt(e, p, req)
 }
@@ -112,15 +129,19 @@ func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, erro
 func (s *Store) LoadEffects(ctx context.Context, effects []reconcile.Effect) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"effect"}, []string{"key", "run_id", "step", "provider", "status", "external_id",
-			"request", "response", "created_at", "confirmed_at"}, pgx.CopyFromSlice(len(effects), func(i int) ([]any, error) {
+			"request", "response", "created_at", "confirmed_at", "parent_key", "depth"}, pgx.CopyFromSlice(len(effects), func(i int) ([]any, error) {
 			e := &effects[i]
-			var ext any
-			if e.ExternalID != "" {
-				ext = e.ExternalID
-			}
-			return []any{e.Key, e.RunID, e.Step, e.Provider, string(e.Status), ext, string(e.Request), nullJSON(e.Response),
-				e.CreatedAt, nullTime(e.ConfirmedAt)}, nil
+			return []any{e.Key, e.RunID, e.Step, e.Provider, string(e.Status), nullText(e.ExternalID), string(e.Request), nullJSON(e.Response),
+				e.CreatedAt, nullTime(e.ConfirmedAt), nullText(e.ParentKey), e.Depth}, nil
 		}))
 		return err
 	})
+}
+
+// nullText passes an empty string as NULL.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

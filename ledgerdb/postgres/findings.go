@@ -25,7 +25,7 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 
 // ScopeEffects implements ledgerdb.Store.
 func (s *Store) ScopeEffects(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Effect, error) {
-	rows, err := s.pool.Query(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response, e.created_at, e.confirmed_at FROM effect e LEFT JOIN effect_state st ON st.key = e.key
+	rows, err := s.pool.Query(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response, e.created_at, e.confirmed_at, e.parent_key, e.depth FROM effect e LEFT JOIN effect_state st ON st.key = e.key
 		WHERE (st.final IS NOT TRUE AND e.status <> 'abandoned') OR e.key = ANY($1) OR e.external_id = ANY($2)
 		ORDER BY e.key`, nonNil(p.Keys), nonNil(p.IDs))
 	if err != nil {
@@ -61,7 +61,7 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			if d.EffectKey == "" {
 				continue
 			}
-			states = append(states, []any{d.EffectKey, string(d.Class), d.Class == reconcile.Confirmed, p.RunID, now})
+			states = append(states, []any{d.EffectKey, string(d.Class), d.Class == reconcile.Confirmed, p.RunID, now, now})
 			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
 				continue
 			}
@@ -82,11 +82,13 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE state_in (LIKE effect_state) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at"}, pgx.CopyFromRows(states)); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at", "since"}, pgx.CopyFromRows(states)); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
-			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id, classified_at = EXCLUDED.classified_at`)
+			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id,
+			classified_at = EXCLUDED.classified_at,
+			since = CASE WHEN effect_state.class = EXCLUDED.class THEN effect_state.since ELSE EXCLUDED.since END`)
 		return err
 	})
 	if err != nil {

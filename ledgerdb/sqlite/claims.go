@@ -13,7 +13,7 @@ import (
 
 const claimCols = `key, owner, fence, state, lease_until, result, error, claimed_at, settled_at`
 
-func scanClaim(row *sql.Row) (*reconcile.Claim, error) {
+func scanClaim(row scanner) (*reconcile.Claim, error) {
 	var (
 		c                      reconcile.Claim
 		state                  string
@@ -71,7 +71,10 @@ func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.
 			RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), ts(now)))
 		if err == nil {
 			res = &reconcile.ClaimResult{Outcome: reconcile.Claimed, Claim: *c}
-			return nil
+			if p.Effect != nil {
+				_, err = recordAttempt(ctx, tx, p.Effect, now)
+			}
+			return err
 		}
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			return err
@@ -131,7 +134,11 @@ func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcil
 			RETURNING `+claimCols, state, result, errText, ts(now), p.Key, p.Fence))
 		if err == nil {
 			res = &reconcile.WriteResult{Outcome: reconcile.Written, Claim: *c}
-			return nil
+			if p.Success && p.Confirm != nil {
+				_, err = tx.ExecContext(ctx, `UPDATE effect SET status = 'confirmed', external_id = ?, response = ?, confirmed_at = ?
+					WHERE key = ? AND status = 'attempted'`, p.Confirm.ExternalID, nullJSON(p.Confirm.Response), ts(now), p.Confirm.Key)
+			}
+			return err
 		}
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			return err

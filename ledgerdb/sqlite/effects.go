@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"reconcile"
 	"reconcile/ledgerdb"
 )
 
-const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at`
+const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth`
 
 func scanEffect(row scanner) (*reconcile.Effect, error) {
 	var (
@@ -18,8 +19,9 @@ func scanEffect(row scanner) (*reconcile.Effect, error) {
 		status, req        string
 		extID, resp        sql.NullString
 		created, confirmed sql.NullString
+		parent             sql.NullString
 	)
-	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &created, &confirmed); err != nil {
+	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &created, &confirmed, &parent, &e.Depth); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, reconcile.ErrNotFound
 		}
@@ -29,6 +31,7 @@ func scanEffect(row scanner) (*reconcile.Effect, error) {
 	e.ExternalID = extID.String
 	e.Request = []byte(req)
 	e.Response = rawJSON(resp)
+	e.ParentKey = parent.String
 	var err error
 	if e.CreatedAt, err = parseTS(created); err != nil {
 		return nil, err
@@ -41,35 +44,41 @@ func scanEffect(row scanner) (*reconcile.Effect, error) {
 
 // RecordAttempt implements ledgerdb.Store.
 func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
-	req, err := ledgerdb.CanonicalJSON(p.Request)
-	if err != nil {
-		return nil, fmt.Errorf("effect %s: %w", p.Key, err)
-	}
 	var res *ledgerdb.RecordResult
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		e, err := scanEffect(tx.QueryRowContext(ctx, `
-			INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
-			VALUES (?, ?, ?, ?, 'attempted', ?, ?)
-			ON CONFLICT (key) DO NOTHING
-			RETURNING `+effectCols,
-			p.Key, p.RunID, p.Step, p.Provider, string(req), ts(s.now())))
-		if err == nil {
-			res = &ledgerdb.RecordResult{Effect: *e, Created: true}
-			return nil
-		}
-		if !errors.Is(err, reconcile.ErrNotFound) {
-			return err
-		}
-		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
-			return err
-		}
-		res, err = ledgerdb.SameAttempt(e, p, req)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = recordAttempt(ctx, tx, p, s.now())
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
 	}
 	return res, nil
+}
+
+// recordAttempt inserts an attempted effect, or returns the row when it
+// records the same attempt.
+func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
+	req, err := ledgerdb.CanonicalJSON(p.Request)
+	if err != nil {
+		return nil, err
+	}
+	e, err := scanEffect(q.QueryRowContext(ctx, `
+		INSERT INTO effect (key, run_id, step, provider, status, request, created_at, parent_key, depth)
+		VALUES (?, ?, ?, ?, 'attempted', ?, ?, ?, ?)
+		ON CONFLICT (key) DO NOTHING
+		RETURNING `+effectCols,
+		p.Key, p.RunID, p.Step, p.Provider, string(req), ts(now), nullText(p.ParentKey), p.Depth))
+	if err == nil {
+		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
+	}
+	if e, err = scanEffect(q.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+		return nil, err
+	}
+	return ledgerdb.SameAttempt(e, p, req)
 }
 
 // Confirm implements ledgerdb.Store.
@@ -122,22 +131,26 @@ func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, erro
 // transaction.
 func (s *Store) LoadEffects(ctx context.Context, effects []reconcile.Effect) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO effect (`+effectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO effect (`+effectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer ins.Close()
 		for i := range effects {
 			e := &effects[i]
-			var ext any
-			if e.ExternalID != "" {
-				ext = e.ExternalID
-			}
-			if _, err := ins.ExecContext(ctx, e.Key, e.RunID, e.Step, e.Provider, string(e.Status), ext, string(e.Request),
-				nullJSON(e.Response), ts(e.CreatedAt), nullTS(e.ConfirmedAt)); err != nil {
+			if _, err := ins.ExecContext(ctx, e.Key, e.RunID, e.Step, e.Provider, string(e.Status), nullText(e.ExternalID), string(e.Request),
+				nullJSON(e.Response), ts(e.CreatedAt), nullTS(e.ConfirmedAt), nullText(e.ParentKey), e.Depth); err != nil {
 				return fmt.Errorf("effect %s: %w", e.Key, err)
 			}
 		}
 		return nil
 	})
+}
+
+// nullText passes an empty string as NULL.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -38,7 +38,7 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 // ScopeEffects implements ledgerdb.Store.
 func (s *Store) ScopeEffects(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Effect, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response,
-		e.created_at, e.confirmed_at FROM effect e LEFT JOIN effect_state st ON st.key = e.key
+		e.created_at, e.confirmed_at, e.parent_key, e.depth FROM effect e LEFT JOIN effect_state st ON st.key = e.key
 		WHERE (coalesce(st.final, 0) = 0 AND e.status <> 'abandoned')
 		   OR e.key IN (SELECT value FROM json_each(?1)) OR e.external_id IN (SELECT value FROM json_each(?2))
 		ORDER BY e.key`, jsonList(p.Keys), jsonList(p.IDs))
@@ -68,8 +68,10 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			return err
 		}
 		defer insFinding.Close()
-		upState, err := tx.PrepareContext(ctx, `INSERT INTO effect_state (key, class, final, run_id, classified_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (key) DO UPDATE SET class = excluded.class, final = excluded.final, run_id = excluded.run_id, classified_at = excluded.classified_at`)
+		upState, err := tx.PrepareContext(ctx, `INSERT INTO effect_state (key, class, final, run_id, classified_at, since) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+			ON CONFLICT (key) DO UPDATE SET class = excluded.class, final = excluded.final, run_id = excluded.run_id,
+			classified_at = excluded.classified_at,
+			since = CASE WHEN effect_state.class = excluded.class THEN effect_state.since ELSE excluded.since END`)
 		if err != nil {
 			return err
 		}
