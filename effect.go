@@ -47,3 +47,17 @@ type Effect struct {
 func EffectKey(runID, step string, seq int) string {
 	return runID + ":" + step + ":" + strconv.Itoa(seq)
 }
+
+// CompensationKey is the key of the compensation that undoes transaction
+// txID of the effect keyed effectKey. It is derived only from recorded
+// facts, so every run, crash or replica derives the same key.
+func CompensationKey(effectKey, txID string) string {
+	return effectKey + ":compensate:" + txID
+}
+
+// EscalationKey is the pager's dedup key for a finding about subject (an
+// effect key, or provider:transaction for unexpected money): re-runs and
+// replicas derive the same key and page once.
+func EscalationKey(subject string, c Class) string {
+	return subject + ":escalate:" + string(c)
+}

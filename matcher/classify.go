@@ -78,7 +78,7 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 			if i == keep {
 				continue
 			}
-			d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Compensate, Key: CompensationKey(e.Key, tx.ID), Target: tx.ID,
+			d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Compensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
 				Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
 		}
 	}
@@ -132,7 +132,7 @@ func unexpectedMoney(tx *reconcile.Transaction, pageFrom map[string]int64) recon
 }
 
 func escalate(subject string, c reconcile.Class) reconcile.Action {
-	return reconcile.Action{Kind: reconcile.Escalate, Key: EscalationKey(subject, c), Target: subject, Outcome: reconcile.OutcomePlanned}
+	return reconcile.Action{Kind: reconcile.Escalate, Key: reconcile.EscalationKey(subject, c), Target: subject, Outcome: reconcile.OutcomePlanned}
 }
 
 func abs(n int64) int64 {

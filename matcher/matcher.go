@@ -72,19 +72,6 @@ func ExpectedKind(step string) (reconcile.Kind, bool) {
 // nobody compensates it; when it is in doubt a person is paged.
 func IsCompensation(e *Effect) bool { return e.Step == "compensate" }
 
-// CompensationKey is the key of the compensation that undoes transaction
-// txID of the effect keyed effectKey. It is derived only from recorded
-// facts, so every run, crash or replica derives the same key.
-func CompensationKey(effectKey, txID string) string {
-	return effectKey + ":compensate:" + txID
-}
-
-// EscalationKey is the pager's dedup key for a finding about subject (an
-// effect key, or provider/transaction for unexpected money).
-func EscalationKey(subject string, c reconcile.Class) string {
-	return subject + ":escalate:" + string(c)
-}
-
 // Input is everything one classification looks at.
 type Input struct {
 	// Effects are the effects in scope, and every effect the evidence may

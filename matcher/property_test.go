@@ -150,7 +150,7 @@ func TestMatchAgreesWithTheTruthOnRandomWorlds(t *testing.T) {
 			var want []string
 			for _, id := range w.txs[d.EffectKey] {
 				if id != w.keeper[d.EffectKey] {
-					want = append(want, CompensationKey(d.EffectKey, id))
+					want = append(want, reconcile.CompensationKey(d.EffectKey, id))
 				}
 			}
 			if diff := cmp.Diff(want, comps); diff != "" {

@@ -1,0 +1,184 @@
+// Package escalate hands to a person what the job must not decide alone:
+// it records each escalation in the ledger and pages through PagerDuty
+// Events API v2, a plain webhook, or a log. Paging is deduplicated by the
+// escalation's key, so re-runs and replicas page once.
+package escalate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"reconcile"
+)
+
+// Pager delivers pages.
+type Pager interface {
+	// Trigger pages a person about e. The page's dedup key is e.Key.
+	Trigger(ctx context.Context, e *reconcile.Escalation) error
+	// Resolve tells the pager that e was resolved.
+	Resolve(ctx context.Context, e *reconcile.Escalation) error
+}
+
+// PagerDuty sends Events API v2 events to url (https://events.pagerduty.com/v2/enqueue)
+// with the service's routing key.
+type PagerDuty struct {
+	URL        string
+	RoutingKey string
+	Source     string // the payload's source: the host the job runs on
+	Client     *http.Client
+}
+
+// event is a PagerDuty Events API v2 event.
+type event struct {
+	RoutingKey  string        `json:"routing_key"`
+	EventAction string        `json:"event_action"` // trigger | resolve
+	DedupKey    string        `json:"dedup_key"`
+	Payload     *eventPayload `json:"payload,omitempty"`
+}
+
+type eventPayload struct {
+	Summary       string         `json:"summary"`
+	Source        string         `json:"source"`
+	Severity      string         `json:"severity"` // critical | error | warning | info
+	Component     string         `json:"component,omitempty"`
+	Group         string         `json:"group,omitempty"`
+	Class         string         `json:"class,omitempty"`
+	CustomDetails map[string]any `json:"custom_details,omitempty"`
+}
+
+// Trigger implements Pager.
+func (p *PagerDuty) Trigger(ctx context.Context, e *reconcile.Escalation) error {
+	return p.send(ctx, &event{RoutingKey: p.RoutingKey, EventAction: "trigger", DedupKey: e.Key, Payload: &eventPayload{
+		Summary:   truncate(fmt.Sprintf("reconcile: %s %s: %s", e.Class, e.Subject, e.Reason), 1024),
+		Source:    p.Source,
+		Severity:  "error",
+		Component: "reconcile",
+		Class:     string(e.Class),
+		CustomDetails: map[string]any{
+			"subject": e.Subject, "class": e.Class, "reason": e.Reason, "run_id": e.RunID,
+			"opened_at": e.OpenedAt.Format(time.RFC3339), "see": "reconcile show " + e.Subject,
+		},
+	}})
+}
+
+// Resolve implements Pager.
+func (p *PagerDuty) Resolve(ctx context.Context, e *reconcile.Escalation) error {
+	return p.send(ctx, &event{RoutingKey: p.RoutingKey, EventAction: "resolve", DedupKey: e.Key})
+}
+
+func (p *PagerDuty) send(ctx context.Context, ev *event) error {
+	return postJSON(ctx, p.Client, p.URL, ev)
+}
+
+// Webhook posts each page as JSON to a URL: {"event": "trigger"|"resolve",
+// "escalation": {...}}, for chat rooms and in-house tools.
+type Webhook struct {
+	URL    string
+	Client *http.Client
+}
+
+type webhookBody struct {
+	Event      string      `json:"event"`
+	Escalation *escalation `json:"escalation"`
+}
+
+// escalation is an escalation as pages show it.
+type escalation struct {
+	Key      string    `json:"key"`
+	Subject  string    `json:"subject"`
+	Class    string    `json:"class"`
+	Reason   string    `json:"reason"`
+	RunID    string    `json:"run_id"`
+	Status   string    `json:"status"`
+	OpenedAt time.Time `json:"opened_at"`
+	Note     string    `json:"note,omitempty"`
+}
+
+func view(e *reconcile.Escalation) *escalation {
+	return &escalation{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, RunID: e.RunID,
+		Status: string(e.Status), OpenedAt: e.OpenedAt, Note: e.Note}
+}
+
+// Trigger implements Pager.
+func (w *Webhook) Trigger(ctx context.Context, e *reconcile.Escalation) error {
+	return postJSON(ctx, w.Client, w.URL, &webhookBody{Event: "trigger", Escalation: view(e)})
+}
+
+// Resolve implements Pager.
+func (w *Webhook) Resolve(ctx context.Context, e *reconcile.Escalation) error {
+	return postJSON(ctx, w.Client, w.URL, &webhookBody{Event: "resolve", Escalation: view(e)})
+}
+
+// Log writes each page as one JSON line to W: the pager of the demo, and of
+// a job with no pager configured (then W is standard error).
+type Log struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+// Trigger implements Pager.
+func (l *Log) Trigger(_ context.Context, e *reconcile.Escalation) error { return l.write("trigger", e) }
+
+// Resolve implements Pager.
+func (l *Log) Resolve(_ context.Context, e *reconcile.Escalation) error { return l.write("resolve", e) }
+
+func (l *Log) write(ev string, e *reconcile.Escalation) error {
+	b, err := json.Marshal(&webhookBody{Event: ev, Escalation: view(e)})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err = l.W.Write(append(b, '\n'))
+	return err
+}
+
+// postJSON posts v and wants a 2xx answer.
+func postJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("page %s: %w", redact(url), err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("page %s: HTTP %d: %s", redact(url), resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// redact drops a URL's query and user info, where webhooks carry secrets.
+func redact(raw string) string {
+	req, err := http.NewRequest(http.MethodGet, raw, nil)
+	if err != nil {
+		return "(pager URL)"
+	}
+	u := req.URL
+	u.User, u.RawQuery = nil, ""
+	return u.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
