@@ -20,7 +20,14 @@ type Raiser struct {
 	Pager Pager
 	Owner string        // who pages, for the claim table
 	Lease time.Duration // how long a page may take before another run may send it; default 2m
-	Log   *slog.Logger
+	Log   *slog.Logger  // nil: discard
+}
+
+func (r *Raiser) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
 }
 
 // Raise records the escalation, or finds it open, and pages it unless that
@@ -62,14 +69,14 @@ func (r *Raiser) Raise(ctx context.Context, p *ledgerdb.EscalateParams) (*reconc
 		return nil, err
 	}
 	if perr != nil {
-		r.Log.Error("page failed; the next run retries it", "escalation", esc.Key, "err", perr)
+		r.log().Error("page failed; the next run retries it", "escalation", esc.Key, "err", perr)
 		return esc, nil
 	}
 	if err := r.Store.MarkPaged(ctx, &ledgerdb.MarkPagedParams{Key: esc.Key, Generation: esc.Generation}); err != nil {
 		return nil, err
 	}
 	esc.PagedAt = time.Now().UTC()
-	r.Log.Warn("paged", "escalation", esc.Key, "class", esc.Class, "subject", esc.Subject)
+	r.log().Warn("paged", "escalation", esc.Key, "class", esc.Class, "subject", esc.Subject)
 	return esc, nil
 }
 
