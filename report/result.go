@@ -117,13 +117,21 @@ func (r *Result) MoneyAtRisk() map[string]int64 {
 		if d.Class == reconcile.Pending {
 			continue
 		}
-		at := d.Money()
-		if d.Class == reconcile.Duplicated {
-			at = d.ObservedMinor - d.ExpectedMinor // the extra transactions
-		}
-		out[d.Currency] += at
+		out[d.Currency] += d.AtRisk()
 	}
 	return out
+}
+
+// AtRisk is the finding's share of MoneyAtRisk: nothing for a pending
+// effect, the extra transactions of a duplicate, else Money.
+func (d *Discrepancy) AtRisk() int64 {
+	switch d.Class {
+	case reconcile.Pending:
+		return 0
+	case reconcile.Duplicated:
+		return d.ObservedMinor - d.ExpectedMinor
+	}
+	return d.Money()
 }
 
 // Money is the amount a finding is about: what was observed for a

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"reconcile"
+	"reconcile/compensate"
 	"reconcile/ingest"
 	"reconcile/ledgerdb"
 	"reconcile/matcher"
@@ -23,6 +24,7 @@ import (
 // runFlags are the flags of `reconcile run`.
 type runFlags struct {
 	in       inputFlags
+	act      actionFlags
 	asOf     string
 	lag      time.Duration
 	apply    bool
@@ -55,19 +57,17 @@ Examples:
 		RunE: func(cmd *cobra.Command, args []string) error { return a.run(cmd.Context(), &f, args) },
 	}
 	f.in.add(cmd)
+	f.act.add(cmd)
 	a.addLedgerFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&f.asOf, "as-of", "", "pin the end of the evidence's coverage (RFC 3339 time or YYYY-MM-DD, UTC) instead of taking it from the evidence")
 	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
-	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries (not available in this release)")
+	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
 	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
 	return cmd
 }
 
 func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
-	if f.apply {
-		return usageError("--apply is not available in this release: run without it to record the findings and see the plan")
-	}
 	asOf, err := parseAsOf(f.asOf)
 	if err != nil {
 		return err
@@ -105,7 +105,15 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: runID, Args: argsJSON}); err != nil {
 		return err
 	}
-	res, err := a.reconcile(ctx, store, runID, srcs, hashes, opt, asOf, f.lag)
+	ap, err := a.applier(&f.act, store, runID, f.apply)
+	if err != nil {
+		return err
+	}
+	pageFrom, err := amounts("--page-unexpected", f.act.pageUnexpected)
+	if err != nil {
+		return err
+	}
+	res, err := a.reconcile(ctx, store, runID, srcs, hashes, opt, asOf, f.lag, ap, pageFrom)
 	status := reconcile.RunSucceeded
 	var resJSON []byte
 	if err != nil {
@@ -136,8 +144,8 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 
 // reconcile ingests, matches and records one run.
 func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, hashes []string, opt *ingest.Options,
-	asOf time.Time, lag time.Duration) (*report.Result, error) {
-	res := &report.Result{RunID: runID, Counts: map[string]int{}, Inputs: []report.Input{}, Discrepancies: []report.Discrepancy{}, Rejected: []report.Rejected{}, Orphans: []report.Orphan{}}
+	asOf time.Time, lag time.Duration, ap *compensate.Applier, pageFrom map[string]int64) (*report.Result, error) {
+	res := &report.Result{RunID: runID, Applied: ap.Apply, StartedAt: time.Now().UTC(), Counts: map[string]int{}, Inputs: []report.Input{}, Discrepancies: []report.Discrepancy{}, Rejected: []report.Rejected{}, Orphans: []report.Orphan{}}
 	start := time.Now()
 	phase := func(name string) {
 		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond))
@@ -200,13 +208,25 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		return nil, err
 	}
 	phase("earlier evidence")
-	found := matcher.Match(&matcher.Input{Effects: effects, Evidence: append(evidence, before...), Cutoff: cutoff, Scope: scope})
+	found := matcher.Match(&matcher.Input{Effects: effects, Evidence: append(evidence, before...), Cutoff: cutoff, Scope: scope,
+		EscalateUnexpected: pageFrom})
 	found.Discrepancies = onlyThisRunsUnexpected(found.Discrepancies, evidence)
 	phase("match")
-	if _, err := store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: runID, Discrepancies: found.Discrepancies}); err != nil {
+	acted, err := ap.Act(ctx, found.Discrepancies)
+	if err != nil {
+		return nil, err
+	}
+	phase("act")
+	crashHook()("run:acted") // everything is made; nothing of this run is recorded yet
+	if _, err := store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: runID, Discrepancies: acted.Discrepancies}); err != nil {
 		return nil, err
 	}
 	phase("record")
+	found.Discrepancies = acted.Discrepancies
+	for _, o := range acted.Orphans {
+		res.Orphans = append(res.Orphans, report.Orphan{Key: o.Key, StaleOwner: o.StaleOwner, StaleFence: o.StaleFence, StaleResult: string(o.StaleResult),
+			CurrentOwner: o.CurrentOwner, CurrentFence: o.CurrentFence, CurrentState: string(o.CurrentState)})
+	}
 	for _, c := range reconcile.Classes {
 		res.Counts[string(c)] = 0
 	}
@@ -221,11 +241,13 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 			out.Transactions = append(out.Transactions, t.ID)
 		}
 		for _, x := range d.Actions {
-			out.Actions = append(out.Actions, report.Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome, AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency})
+			out.Actions = append(out.Actions, report.Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome,
+				AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency, Made: x.Made, Note: x.Note})
 		}
 		res.Discrepancies = append(res.Discrepancies, out)
 	}
 	res.OutOfScope = found.OutOfScope
+	res.FinishedAt = time.Now().UTC()
 	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "evidence", len(evidence), "effects", len(effects))
 	return res, nil
 }

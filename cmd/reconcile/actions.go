@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"reconcile"
+	"reconcile/compensate"
+	"reconcile/escalate"
+	"reconcile/ledgerdb"
+	"reconcile/provider"
+)
+
+// actionFlags are the flags that govern what a run may do: the provider,
+// the pager, leases and the blast-radius limits.
+type actionFlags struct {
+	providerURL     string
+	providerTimeout time.Duration
+	pagerURL        string
+	pagerWebhook    string
+	lease           time.Duration
+	keyTTL          time.Duration
+	grace           time.Duration
+	deferredPage    time.Duration
+	maxActions      int
+	maxRefund       []string
+	pageUnexpected  []string
+}
+
+func (f *actionFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.providerURL, "provider-url", envOr("RECONCILE_STRIPE_URL", "https://api.stripe.com"),
+		"base URL of the Stripe-compatible API (env RECONCILE_STRIPE_URL); the key comes from STRIPE_API_KEY")
+	fl.DurationVar(&f.providerTimeout, "provider-timeout", 30*time.Second, "timeout of one provider call; a call that times out is in doubt, never failed")
+	fl.StringVar(&f.pagerURL, "pager-url", os.Getenv("RECONCILE_PAGER_URL"),
+		"PagerDuty Events API v2 endpoint, e.g. https://events.pagerduty.com/v2/enqueue (env RECONCILE_PAGER_URL); routing key from RECONCILE_PAGER_ROUTING_KEY")
+	fl.StringVar(&f.pagerWebhook, "pager-webhook", os.Getenv("RECONCILE_PAGER_WEBHOOK"),
+		"URL that gets each page as a JSON POST instead (env RECONCILE_PAGER_WEBHOOK); with no pager, pages are logged on stderr")
+	fl.DurationVar(&f.lease, "lease", 5*time.Minute, "how long an action's claim lasts before another run may take it over; must outlast --provider-timeout")
+	fl.DurationVar(&f.keyTTL, "key-ttl", 24*time.Hour, "how long the provider keeps idempotency keys: older missing effects are looked up before redelivery")
+	fl.DurationVar(&f.grace, "grace", time.Hour, "how long a compensation may stay in doubt before a person is paged")
+	fl.DurationVar(&f.deferredPage, "deferred-page-after", 72*time.Hour, "page a person about an effect deferred for longer than this")
+	fl.IntVar(&f.maxActions, "max-actions", 1000, "above this many refunds and redeliveries in one run, make none and page (negative: no limit)")
+	fl.StringArrayVar(&f.maxRefund, "max-refund", nil, "above this refund total in a currency, make no action and page, as CUR=AMOUNT, e.g. EUR=5000.00 (repeatable)")
+	fl.StringArrayVar(&f.pageUnexpected, "page-unexpected", nil, "page for unexpected money of at least CUR=AMOUNT, e.g. EUR=1000.00 (repeatable)")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// amounts parses CUR=AMOUNT flags into minor units per currency.
+func amounts(flag string, vals []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, v := range vals {
+		cur, amount, ok := strings.Cut(v, "=")
+		c, err := reconcile.NormalizeCurrency(cur)
+		if !ok || err != nil {
+			return nil, usageError("%s %q: want CUR=AMOUNT, e.g. EUR=5000.00", flag, v)
+		}
+		exp, err := reconcile.Exponent("", c)
+		if err != nil {
+			return nil, usageError("%s %q: %v", flag, v, err)
+		}
+		minor, err := reconcile.ParseMinor(amount, exp, '.')
+		if err != nil || minor < 0 {
+			return nil, usageError("%s %q: %q is not an amount in %s", flag, v, amount, c)
+		}
+		out[c] = minor
+	}
+	return out, nil
+}
+
+// applier builds the run's actions from the flags.
+func (a *app) applier(f *actionFlags, store ledgerdb.Store, runID string, apply bool) (*compensate.Applier, error) {
+	maxRefund, err := amounts("--max-refund", f.maxRefund)
+	if err != nil {
+		return nil, err
+	}
+	if apply && f.lease <= f.providerTimeout {
+		return nil, usageError("--lease %s must outlast --provider-timeout %s: a call must not outlive its claim", f.lease, f.providerTimeout)
+	}
+	grace := f.grace
+	if grace == 0 {
+		grace = -1 // --grace 0: page at once
+	}
+	host, _ := os.Hostname()
+	owner := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), runID)
+	ap := &compensate.Applier{
+		Store:     store,
+		Escalator: &escalate.Raiser{Store: store, Pager: a.pager(f, host), Owner: owner, Log: a.log},
+		Options: compensate.Options{RunID: runID, Owner: owner, Apply: apply, Lease: f.lease, KeyTTL: f.keyTTL, Grace: grace,
+			DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions, MaxRefund: maxRefund, Log: a.log, Crash: crashHook()},
+	}
+	if apply {
+		key := os.Getenv("STRIPE_API_KEY")
+		if key == "" {
+			return nil, usageError("--apply needs the provider's API key in STRIPE_API_KEY")
+		}
+		ap.Provider = provider.New(provider.Config{BaseURL: f.providerURL, APIKey: key, Timeout: f.providerTimeout})
+	}
+	return ap, nil
+}
+
+// pager is the configured pager: PagerDuty, a webhook, or the log.
+func (a *app) pager(f *actionFlags, host string) escalate.Pager {
+	client := &http.Client{Timeout: 30 * time.Second}
+	switch {
+	case f.pagerURL != "":
+		return &escalate.PagerDuty{URL: f.pagerURL, RoutingKey: os.Getenv("RECONCILE_PAGER_ROUTING_KEY"), Source: host, Client: client}
+	case f.pagerWebhook != "":
+		return &escalate.Webhook{URL: f.pagerWebhook, Client: client}
+	}
+	return &escalate.Log{W: a.stderr}
+}
+
+// crashHook returns the hook the crash tests use: when
+// RECONCILE_TEST_CRASH_AT names a point (such as "compensate:called" or
+// "run:acted"), the process kills itself there with SIGKILL, as a power cut
+// would; it does nothing otherwise.
+func crashHook() func(point string) {
+	at := os.Getenv("RECONCILE_TEST_CRASH_AT")
+	return func(point string) {
+		if at != "" && point == at {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
+}

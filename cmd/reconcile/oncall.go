@@ -1,0 +1,291 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"reconcile"
+	"reconcile/escalate"
+	"reconcile/ledgerdb"
+)
+
+// showResult is what `reconcile show` knows of one effect.
+type showResult struct {
+	Effect        *reconcile.Effect      `json:"effect"`
+	State         *reconcile.EffectState `json:"state,omitempty"`
+	Evidence      []reconcile.Evidence   `json:"evidence"`
+	Claims        []reconcile.Claim      `json:"actions"`
+	Compensations []reconcile.Effect     `json:"compensations"`
+	Escalations   []reconcile.Escalation `json:"escalations"`
+	History       []ledgerdb.RunFinding  `json:"history"`
+}
+
+func (a *app) showCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show KEY",
+		Short: "Show one effect: its row, evidence, actions, escalations and history",
+		Long: `show prints what the ledger knows of one effect: the application's row, the job's state for
+it, every evidence record that names it, the actions taken on it (claims, with their fences and
+results), its compensations, the escalations about it, and the findings of every run.
+
+Example:
+  reconcile show run_8f3c1a:charge:0 --ledger postgres://reconcile@db/payments`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			key := args[0]
+			res := &showResult{}
+			if res.Effect, err = store.Effect(ctx, key); errors.Is(err, reconcile.ErrNotFound) {
+				return usageError("no effect %q in the ledger", key)
+			} else if err != nil {
+				return err
+			}
+			states, err := store.EffectStates(ctx, []string{key})
+			if err != nil {
+				return err
+			}
+			if st, ok := states[key]; ok {
+				res.State = &st
+			}
+			link := &ledgerdb.LinkParams{Keys: []string{key}}
+			if res.Effect.ExternalID != "" {
+				link.IDs = []string{res.Effect.ExternalID}
+			}
+			if res.Evidence, err = store.LinkedEvidence(ctx, link); err != nil {
+				return err
+			}
+			if res.Claims, err = store.ClaimsOf(ctx, key); err != nil {
+				return err
+			}
+			for _, c := range res.Claims {
+				if e, err := store.Effect(ctx, c.Key); err == nil && e.ParentKey == key {
+					res.Compensations = append(res.Compensations, *e)
+				}
+			}
+			if res.Escalations, err = store.Escalations(ctx, &ledgerdb.EscalationsParams{Subject: key}); err != nil {
+				return err
+			}
+			if res.History, err = store.EffectFindings(ctx, key); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSONTo(a.stdout, res)
+			}
+			printShow(a.stdout, res)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	a.addLedgerFlag(cmd)
+	return cmd
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printShow(w io.Writer, r *showResult) {
+	e := r.Effect
+	fmt.Fprintf(w, "effect %s\n  step %s at %s, %s", e.Key, e.Step, e.Provider, e.Status)
+	if e.ExternalID != "" {
+		fmt.Fprintf(w, " as %s", e.ExternalID)
+	}
+	fmt.Fprintf(w, "\n  created %s", stamp(e.CreatedAt))
+	if !e.ConfirmedAt.IsZero() {
+		fmt.Fprintf(w, ", confirmed %s", stamp(e.ConfirmedAt))
+	}
+	if e.Depth > 0 {
+		fmt.Fprintf(w, "\n  compensates %s (depth %d)", e.ParentKey, e.Depth)
+	}
+	fmt.Fprintf(w, "\n  request %s\n", e.Request)
+	if r.State != nil {
+		fmt.Fprintf(w, "  reconciliation: %s since %s (run %s)", r.State.Class, stamp(r.State.Since), r.State.RunID)
+		if r.State.Final {
+			fmt.Fprint(w, ", final")
+		}
+		fmt.Fprintln(w)
+	}
+	section(w, "evidence", len(r.Evidence), func(tw io.Writer) {
+		fmt.Fprintln(tw, "  TIME\tKIND\tTRANSACTION\tAMOUNT\tSOURCE\t")
+		for _, ev := range r.Evidence {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s:%d\t\n", stamp(ev.Time), ev.Kind, ev.TxID, ev.Amount, ev.URI, ev.Line)
+		}
+	})
+	section(w, "actions", len(r.Claims), func(tw io.Writer) {
+		fmt.Fprintln(tw, "  KEY\tSTATE\tFENCE\tOWNER\tRESULT\t")
+		for _, c := range r.Claims {
+			out := string(c.Result)
+			if c.Error != "" {
+				out = c.Error
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t\n", c.Key, c.State, c.Fence, c.Owner, out)
+		}
+	})
+	section(w, "compensations", len(r.Compensations), func(tw io.Writer) {
+		for _, c := range r.Compensations {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", c.Key, c.Status, c.ExternalID)
+		}
+	})
+	section(w, "escalations", len(r.Escalations), func(tw io.Writer) {
+		printEscalations(tw, r.Escalations)
+	})
+	section(w, "history", len(r.History), func(tw io.Writer) {
+		fmt.Fprintln(tw, "  RUN\tCLASS\tREASON\t")
+		for _, f := range r.History {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", f.RunID, f.Class, f.Reason)
+			for _, x := range f.Actions {
+				fmt.Fprintf(tw, "  \t  %s %s\t%s %s\t\n", x.Outcome, x.Kind, x.Key, x.Note)
+			}
+		}
+	})
+}
+
+// section prints a titled table, or says there is nothing.
+func section(w io.Writer, title string, n int, rows func(io.Writer)) {
+	if n == 0 {
+		fmt.Fprintf(w, "%s: none\n", title)
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rows(tw)
+	tw.Flush()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func printEscalations(tw io.Writer, es []reconcile.Escalation) {
+	fmt.Fprintln(tw, "  OPENED\tSTATUS\tCLASS\tSUBJECT\tPAGED\tREASON\t")
+	for _, e := range es {
+		status := string(e.Status)
+		if e.Status == reconcile.EscalationResolved {
+			status += " by " + e.ResolvedBy
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), status, e.Class, e.Subject, stamp(e.PagedAt), e.Reason)
+	}
+}
+
+func (a *app) escalationsCommand() *cobra.Command {
+	var all, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "escalations",
+		Short: "List the escalations a person has to look at",
+		Long: `escalations lists what the job handed to a person and is not resolved yet: compensations in
+doubt, mismatched effects, refused actions, unexpected money above the threshold, runs held back
+by the blast-radius limits. Close one with ` + "`reconcile resolve`" + `.
+
+Example:
+  reconcile escalations --ledger postgres://reconcile@db/payments
+  reconcile escalations --all --json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if es == nil {
+					es = []reconcile.Escalation{}
+				}
+				return writeJSONTo(a.stdout, es)
+			}
+			if len(es) == 0 {
+				fmt.Fprintln(a.stdout, "no open escalations")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			printEscalations(tw, es)
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "list resolved escalations too")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	a.addLedgerFlag(cmd)
+	return cmd
+}
+
+func (a *app) resolveCommand() *cobra.Command {
+	var (
+		as, note, by, extID string
+		pager               actionFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "resolve KEY --as confirmed|abandoned|compensated --note TEXT",
+		Short: "Record a person's decision on an effect and close its escalations",
+		Long: `resolve records what a person decided about an effect, with who and when: confirmed (it
+happened once, as it should), abandoned (it will not happen, and that is right; an attempted row
+becomes abandoned) or compensated (made right by hand). The effect is then final: no run reads it
+again unless new evidence names it. Every open escalation about it and its compensations is
+closed, and the pager's incidents are resolved.
+
+Example:
+  reconcile resolve run_8f3c1a:charge:0:compensate:ch_3PqR --as compensated \
+    --note "refunded by hand in the dashboard, re_3PqS" --ledger postgres://reconcile@db/payments`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res := reconcile.Resolution(as)
+			if res != reconcile.ResolvedConfirmed && res != reconcile.ResolvedAbandoned && res != reconcile.ResolvedCompensated {
+				return usageError("--as %q: want confirmed, abandoned or compensated", as)
+			}
+			if strings.TrimSpace(note) == "" {
+				return usageError("--note is required: say what was decided and why")
+			}
+			ctx := cmd.Context()
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			out, err := store.Resolve(ctx, &ledgerdb.ResolveParams{EffectKey: args[0], As: res, Note: note, By: by, ExternalID: extID})
+			if errors.Is(err, reconcile.ErrNotFound) {
+				return usageError("no effect %q in the ledger", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			host, _ := os.Hostname()
+			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager, host), Log: a.log}
+			fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", args[0], res, by, out.Effect.Status)
+			for _, e := range out.Closed {
+				fmt.Fprintf(a.stdout, "  closed escalation %s\n", e.Key)
+			}
+			return raiser.Resolved(ctx, out.Closed)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&as, "as", "", "the decision: confirmed, abandoned or compensated")
+	fl.StringVar(&note, "note", "", "what was decided and why (required)")
+	fl.StringVar(&by, "by", envOr("USER", "unknown"), "who decided (default $USER)")
+	fl.StringVar(&extID, "external-id", "", "with --as confirmed: the provider's id, to confirm an attempted effect with")
+	fl.StringVar(&pager.pagerURL, "pager-url", os.Getenv("RECONCILE_PAGER_URL"), "PagerDuty Events API v2 endpoint, to resolve the incidents (env RECONCILE_PAGER_URL; routing key from RECONCILE_PAGER_ROUTING_KEY)")
+	fl.StringVar(&pager.pagerWebhook, "pager-webhook", os.Getenv("RECONCILE_PAGER_WEBHOOK"), "webhook that got the pages (env RECONCILE_PAGER_WEBHOOK)")
+	a.addLedgerFlag(cmd)
+	return cmd
+}

@@ -1,0 +1,283 @@
+package compensate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// compensate refunds one extra transaction of a duplicated effect: claim
+// (with the compensation's own effect row), look up when an earlier attempt
+// may have made it, call under the compensation key, settle.
+func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
+	tx := target(d, x.Target)
+	if d.Provider != "stripe" || tx == nil {
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person refunds it"
+		return r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.Escalated), x.Key, d.Class, x.Note)
+	}
+	req := &reconcile.RefundRequest{Key: x.Key, Compensates: d.EffectKey}
+	if strings.HasPrefix(tx.ID, "pi_") {
+		req.PaymentIntent = tx.ID
+	} else {
+		req.Charge = tx.ID
+	}
+	parent, err := r.Store.Effect(ctx, d.EffectKey)
+	if err != nil {
+		return err
+	}
+	row := compensationRow(parent, x, req)
+	c, err := r.claim(ctx, x.Key, row)
+	if errors.Is(err, reconcile.ErrKeyReused) {
+		x.Outcome, x.Note = reconcile.OutcomeRefused, "the compensation key is recorded with another request: "+err.Error()
+		return r.doubt(ctx, d, x, x.Note)
+	}
+	if err != nil {
+		return err
+	}
+	if done(c, x) {
+		return nil
+	}
+	r.Crash("compensate:claimed")
+	if c.Claim.Fence > 1 { // an earlier attempt may have made it: look before acting again
+		found, err := r.Provider.FindRefund(ctx, tx.ID, x.Key)
+		if err != nil {
+			return r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "refund lookup unavailable: "+err.Error())
+		}
+		if found != nil {
+			x.Made, x.Note = found.ID, "made by an earlier attempt; found by lookup"
+			x.Outcome = reconcile.OutcomeApplied
+			return r.settle(ctx, &c.Claim, x, found, x.Key, "")
+		}
+		if doubtful, err := r.pastGrace(ctx, x.Key); err != nil || doubtful {
+			if err != nil {
+				return err
+			}
+			note := "an earlier refund attempt is unconfirmed past its grace period and the provider shows no refund: a person decides"
+			if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeEscalated, note); err != nil {
+				return err
+			}
+			return r.doubt(ctx, d, x, note)
+		}
+	}
+	made, err := r.Provider.Refund(ctx, req)
+	r.Crash("compensate:called")
+	return r.answered(ctx, d, x, &c.Claim, made, err, true)
+}
+
+// redeliver does a missing effect's work again under its original key,
+// with exactly the recorded request; when the key may have expired at the
+// provider, or an earlier attempt may have made it, it looks up first.
+func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
+	if d.Provider != "stripe" {
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person redelivers it"
+		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
+	}
+	e, err := r.Store.Effect(ctx, d.EffectKey)
+	if err != nil {
+		return err
+	}
+	c, err := r.claim(ctx, x.Key, nil)
+	if err != nil {
+		return err
+	}
+	if done(c, x) {
+		return nil
+	}
+	r.Crash("redeliver:claimed")
+	if c.Claim.Fence > 1 || r.Now().Sub(e.CreatedAt) >= r.KeyTTL {
+		found, err := r.Provider.FindPayment(ctx, e.Key)
+		if err != nil {
+			d.Class = reconcile.Deferred
+			if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "payment lookup unavailable: "+err.Error()+"; retried next run"); err != nil {
+				return err
+			}
+			return r.deferredTooLong(ctx, d)
+		}
+		if found != nil && found.Status != "failed" && found.Status != "canceled" {
+			d.Class, d.Reason = reconcile.Confirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
+			x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, found.ID, d.Reason
+			return r.settle(ctx, &c.Claim, x, found, e.Key, "")
+		}
+	}
+	made, err := r.Provider.CreatePaymentIntent(ctx, e.Key, e.Request)
+	r.Crash("redeliver:called")
+	return r.answered(ctx, d, x, &c.Claim, made, err, false)
+}
+
+// answered settles an action after the provider's answer.
+func (r *run) answered(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, c *reconcile.Claim, made *reconcile.Made, err error, comp bool) error {
+	var pe *reconcile.ProviderError
+	switch {
+	case err == nil:
+		x.Outcome, x.Made = reconcile.OutcomeApplied, made.ID
+		if made.Replayed {
+			x.Outcome, x.Note = reconcile.OutcomeSkipped, "the provider answered from its idempotency store: nothing new was made"
+		}
+		return r.settle(ctx, c, x, made, x.Key, "")
+	case errors.Is(err, reconcile.ErrInDoubt):
+		note := "in doubt: " + err.Error() + "; the next run looks it up before acting again"
+		if err := r.release(ctx, c, x, reconcile.OutcomeDeferred, note); err != nil {
+			return err
+		}
+		if !comp {
+			return nil
+		}
+		if doubtful, err := r.pastGrace(ctx, x.Key); err != nil || !doubtful {
+			return err
+		}
+		x.Outcome = reconcile.OutcomeEscalated
+		return r.doubt(ctx, d, x, note)
+	case errors.Is(err, reconcile.ErrUnavailable):
+		return r.release(ctx, c, x, reconcile.OutcomeDeferred, "provider unavailable: "+err.Error()+"; retried next run")
+	case errors.Is(err, reconcile.ErrRefused):
+		// Never retried with other parameters: the claim is closed and a
+		// person decides.
+		x.Outcome, x.Note = reconcile.OutcomeRefused, err.Error()
+	case errors.As(err, &pe):
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "the provider made nothing: "+err.Error()
+	default:
+		return err
+	}
+	if err := r.settle(ctx, c, x, nil, "", ""); err != nil {
+		return err
+	}
+	if comp {
+		return r.doubt(ctx, d, x, x.Note)
+	}
+	return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Class(x.Outcome)), d.EffectKey, d.Class, "redelivery "+string(x.Outcome)+": "+x.Note)
+}
+
+// release fails a claim so that the next run may take the action again,
+// and gives the action its outcome.
+func (r *run) release(ctx context.Context, c *reconcile.Claim, x *reconcile.Action, o reconcile.Outcome, note string) error {
+	outcome := x.Outcome
+	if err := r.settle(ctx, c, x, nil, "", note); err != nil {
+		return err
+	}
+	if x.Outcome == outcome { // not superseded
+		x.Outcome, x.Note = o, note
+	}
+	return nil
+}
+
+// done says whether a claim attempt leaves nothing to do, and why.
+func done(c *reconcile.ClaimResult, x *reconcile.Action) bool {
+	switch c.Outcome {
+	case reconcile.Done:
+		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, madeID(c.Claim.Result), "made by an earlier run"
+		return true
+	case reconcile.InFlight:
+		x.Outcome, x.Note = reconcile.OutcomeDeferred, "another run is making it now ("+c.Claim.Owner+")"
+		return true
+	}
+	return false
+}
+
+// pastGrace says whether the compensation keyed key has been in doubt for
+// longer than the grace period.
+func (r *run) pastGrace(ctx context.Context, key string) (bool, error) {
+	e, err := r.Store.Effect(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	return e.Status == reconcile.StatusAttempted && r.Now().Sub(e.CreatedAt) >= r.Grace, nil
+}
+
+// doubt escalates a compensation that a person must decide on: its own
+// finding becomes escalated, and it is paged once.
+func (r *run) doubt(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, reason string) error {
+	key := reconcile.EscalationKey(x.Key, reconcile.Escalated)
+	if err := r.raise(ctx, key, x.Key, reconcile.Escalated, reason); err != nil {
+		return err
+	}
+	r.escalated[x.Key] = &reconcile.Discrepancy{Class: reconcile.Escalated, EffectKey: x.Key, Provider: d.Provider, Currency: x.Amount.Currency,
+		ExpectedMinor: x.Amount.Minor, Reason: "compensation " + reason,
+		Actions: []reconcile.Action{{Kind: reconcile.Escalate, Key: key, Target: x.Key, Outcome: reconcile.OutcomeEscalated}}}
+	return nil
+}
+
+// deferredTooLong pages about an effect deferred for longer than allowed.
+func (r *run) deferredTooLong(ctx context.Context, d *reconcile.Discrepancy) error {
+	st, err := r.Store.EffectStates(ctx, []string{d.EffectKey})
+	if err != nil {
+		return err
+	}
+	s, ok := st[d.EffectKey]
+	if !ok || s.Class != reconcile.Deferred || r.Now().Sub(s.Since) < r.DeferredPageAfter {
+		return nil
+	}
+	key := reconcile.EscalationKey(d.EffectKey, reconcile.Deferred)
+	reason := fmt.Sprintf("deferred since %s: the provider's lookup keeps failing", s.Since.Format("2006-01-02 15:04 MST"))
+	d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Escalate, Key: key, Target: d.EffectKey, Outcome: reconcile.OutcomeEscalated, Note: reason})
+	return r.raise(ctx, key, d.EffectKey, reconcile.Deferred, reason)
+}
+
+// markEscalatedCompensations gives each compensation escalated by this run
+// the class escalated: its own finding when it was classified, else a new
+// one.
+func (r *run) markEscalatedCompensations() {
+	for i := range r.ds {
+		d := &r.ds[i]
+		esc, ok := r.escalated[d.EffectKey]
+		if !ok {
+			continue
+		}
+		d.Class, d.Reason = reconcile.Escalated, esc.Reason
+		if !hasAction(d, esc.Actions[0].Key) {
+			d.Actions = append(d.Actions, esc.Actions[0])
+		}
+		delete(r.escalated, d.EffectKey)
+	}
+	keys := make([]string, 0, len(r.escalated))
+	for k := range r.escalated {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r.ds = append(r.ds, *r.escalated[k])
+	}
+}
+
+func hasAction(d *reconcile.Discrepancy, key string) bool {
+	for _, x := range d.Actions {
+		if x.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// target is the transaction of d an action names.
+func target(d *reconcile.Discrepancy, id string) *reconcile.Transaction {
+	for i := range d.Transactions {
+		if d.Transactions[i].ID == id {
+			return &d.Transactions[i]
+		}
+	}
+	return nil
+}
+
+// compensationRow is the compensation's own effect row: step compensate,
+// depth 1, under the effect it compensates and in the same application run,
+// with the refund it requests. Every part is derived from recorded facts,
+// so every run and replica writes the same row.
+func compensationRow(parent *reconcile.Effect, x *reconcile.Action, req *reconcile.RefundRequest) *ledgerdb.RecordParams {
+	body := map[string]any{
+		"amount":   x.Amount.Minor,
+		"currency": strings.ToLower(x.Amount.Currency),
+		"metadata": map[string]string{"effect_key": x.Key, "compensates": parent.Key},
+	}
+	if req.Charge != "" {
+		body["charge"] = req.Charge
+	} else {
+		body["payment_intent"] = req.PaymentIntent
+	}
+	b, _ := json.Marshal(body)
+	return &ledgerdb.RecordParams{Key: x.Key, RunID: parent.RunID, Step: "compensate", Provider: parent.Provider, Request: b, ParentKey: parent.Key, Depth: 1}
+}

@@ -1,0 +1,299 @@
+// Package compensate makes the repairs reconciliation plans, each exactly
+// once however often it is attempted: a refund for each extra transaction
+// of a duplicated effect, and a redelivery of each missing effect under its
+// original key. Every action is claimed in the ledger before it is made
+// (one conditional write that returns a fence token), made under its own
+// idempotency key, and settled with the token; what cannot be decided goes
+// to a person through the Escalator.
+//
+// It imports the ledger's interface (ledgerdb), not a driver: the claims
+// are what make an action happen once across crashes, re-runs and replicas.
+package compensate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// Provider is the provider's API as the actions use it.
+type Provider interface {
+	// CreatePaymentIntent redelivers a charge under its original key with
+	// exactly the recorded request.
+	CreatePaymentIntent(ctx context.Context, key string, request json.RawMessage) (*reconcile.Made, error)
+	// Refund compensates an extra charge under the compensation key.
+	Refund(ctx context.Context, r *reconcile.RefundRequest) (*reconcile.Made, error)
+	// FindPayment looks up the payment made under an effect key; nil when none.
+	FindPayment(ctx context.Context, effectKey string) (*reconcile.Made, error)
+	// FindRefund looks up the refund of charge made under key; nil when none.
+	FindRefund(ctx context.Context, charge, key string) (*reconcile.Made, error)
+}
+
+// Escalator records an escalation and pages it once.
+type Escalator interface {
+	Raise(ctx context.Context, p *ledgerdb.EscalateParams) (*reconcile.Escalation, error)
+}
+
+// Options configure a run's actions.
+type Options struct {
+	RunID string
+	Owner string // who claims: host:pid:run
+	// Apply makes the actions; without it nothing external happens and
+	// the outcomes are planned (or skipped, for what is done already).
+	Apply bool
+	// Lease is how long a claim is held before another run may take the
+	// action over. It must outlast a provider call. Default 5 minutes.
+	Lease time.Duration
+	// KeyTTL is how long the provider remembers idempotency keys (Stripe:
+	// 24 hours). A missing effect older than this is looked up before it is
+	// redelivered: its key may no longer protect it. Default 24 hours.
+	KeyTTL time.Duration
+	// Grace is how long a compensation may stay in doubt before a person is
+	// paged. 0 means 1 hour; negative means at once.
+	Grace time.Duration
+	// DeferredPageAfter pages a person about an effect deferred for longer
+	// than this. Default 72 hours.
+	DeferredPageAfter time.Duration
+	// MaxActions and MaxRefund bound the blast radius of one run: above
+	// either, the run makes no action and pages. MaxActions 0 means 1000,
+	// negative means no limit; MaxRefund is per currency in minor units, a
+	// currency absent has no limit.
+	MaxActions int
+	MaxRefund  map[string]int64
+	Now        func() time.Time
+	// Crash, when set, is called at each boundary of an action
+	// ("compensate:claimed", "redeliver:called", "compensate:settled", ...):
+	// the crash tests kill the process there.
+	Crash func(point string)
+	Log   *slog.Logger
+}
+
+// Applier makes a run's actions.
+type Applier struct {
+	Store     ledgerdb.Store
+	Provider  Provider // may be nil without Apply
+	Escalator Escalator
+	Options
+}
+
+// Result is what applying changed: the findings with their final classes
+// and outcomes (compensations escalated by this run added), and the orphans
+// that superseded owners reported.
+type Result struct {
+	Discrepancies []reconcile.Discrepancy
+	Orphans       []reconcile.Orphan
+}
+
+func (a *Applier) defaults() {
+	if a.Lease <= 0 {
+		a.Lease = 5 * time.Minute
+	}
+	if a.KeyTTL <= 0 {
+		a.KeyTTL = 24 * time.Hour
+	}
+	if a.Grace == 0 {
+		a.Grace = time.Hour
+	}
+	if a.DeferredPageAfter <= 0 {
+		a.DeferredPageAfter = 72 * time.Hour
+	}
+	if a.MaxActions == 0 {
+		a.MaxActions = 1000
+	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	if a.Crash == nil {
+		a.Crash = func(string) {}
+	}
+	if a.Log == nil {
+		a.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Act decides the outcome of every action of ds, making the actions when
+// Apply is set. ds is not modified.
+func (a *Applier) Act(ctx context.Context, ds []reconcile.Discrepancy) (*Result, error) {
+	a.defaults()
+	r := &run{Applier: a, escalated: map[string]*reconcile.Discrepancy{}}
+	r.ds = make([]reconcile.Discrepancy, len(ds))
+	for i := range ds {
+		r.ds[i] = ds[i]
+		r.ds[i].Actions = append([]reconcile.Action(nil), ds[i].Actions...)
+	}
+	if err := r.skipDone(ctx); err != nil {
+		return nil, err
+	}
+	if !a.Apply {
+		return &Result{Discrepancies: r.ds}, nil
+	}
+	if held, err := r.blastRadius(ctx); err != nil || held {
+		return &Result{Discrepancies: r.ds}, err
+	}
+	for i := range r.ds {
+		d := &r.ds[i]
+		for j := range d.Actions {
+			if d.Actions[j].Outcome != reconcile.OutcomePlanned {
+				continue
+			}
+			var err error
+			switch d.Actions[j].Kind {
+			case reconcile.Compensate:
+				err = r.compensate(ctx, d, &d.Actions[j])
+			case reconcile.Redeliver:
+				err = r.redeliver(ctx, d, &d.Actions[j])
+			case reconcile.Escalate:
+				err = r.raise(ctx, d.Actions[j].Key, d.Actions[j].Target, d.Class, d.Reason)
+				d.Actions[j].Outcome = reconcile.OutcomeEscalated
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	r.markEscalatedCompensations()
+	return &Result{Discrepancies: r.ds, Orphans: r.orphans}, nil
+}
+
+// run is one Apply call's state.
+type run struct {
+	*Applier
+	ds        []reconcile.Discrepancy
+	orphans   []reconcile.Orphan
+	escalated map[string]*reconcile.Discrepancy // compensations escalated by this run, by key
+}
+
+// skipDone marks the actions an earlier run completed as skipped: they are
+// not made again, and not counted against the blast radius.
+func (r *run) skipDone(ctx context.Context) error {
+	for i := range r.ds {
+		for j := range r.ds[i].Actions {
+			x := &r.ds[i].Actions[j]
+			if x.Kind == reconcile.Escalate {
+				continue
+			}
+			c, err := r.Store.ClaimOf(ctx, x.Key)
+			if errors.Is(err, reconcile.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if c.State == reconcile.ClaimDone {
+				x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, madeID(c.Result), "made by an earlier run"
+			}
+		}
+	}
+	return nil
+}
+
+// blastRadius holds every action back and pages when the run would make
+// more actions, or refund more money, than the limits allow: a systemic
+// fault is not fixed by ten thousand refunds.
+func (r *run) blastRadius(ctx context.Context) (bool, error) {
+	var keys []string
+	refunds := map[string]int64{}
+	for i := range r.ds {
+		for _, x := range r.ds[i].Actions {
+			if x.Outcome != reconcile.OutcomePlanned || x.Kind == reconcile.Escalate {
+				continue
+			}
+			keys = append(keys, x.Key)
+			if x.Kind == reconcile.Compensate {
+				refunds[x.Amount.Currency] += x.Amount.Minor
+			}
+		}
+	}
+	var over []string
+	if r.MaxActions > 0 && len(keys) > r.MaxActions {
+		over = append(over, fmt.Sprintf("%d actions planned, the limit is %d", len(keys), r.MaxActions))
+	}
+	curs := make([]string, 0, len(refunds))
+	for cur := range refunds {
+		curs = append(curs, cur)
+	}
+	sort.Strings(curs)
+	for _, cur := range curs {
+		if limit, ok := r.MaxRefund[cur]; ok && refunds[cur] > limit {
+			over = append(over, fmt.Sprintf("refunds of %s planned, the limit is %s",
+				reconcile.Money{Minor: refunds[cur], Currency: cur}, reconcile.Money{Minor: limit, Currency: cur}))
+		}
+	}
+	if len(over) == 0 {
+		return false, nil
+	}
+	reason := strings.Join(over, "; ") + ": no action was made; check for a systemic fault, then run with higher limits"
+	sort.Strings(keys)
+	sum := sha256.Sum256([]byte(strings.Join(keys, "\n")))
+	key := "blast-radius:" + hex.EncodeToString(sum[:8]) // the same plan pages once
+	if err := r.raise(ctx, key, "run "+r.RunID, reconcile.Escalated, reason); err != nil {
+		return true, err
+	}
+	for i := range r.ds {
+		for j := range r.ds[i].Actions {
+			x := &r.ds[i].Actions[j]
+			if x.Outcome == reconcile.OutcomePlanned && x.Kind != reconcile.Escalate {
+				x.Outcome, x.Note = reconcile.OutcomeEscalated, "held back: "+reason
+			}
+		}
+	}
+	r.Log.Error("blast radius exceeded: no action made", "reason", reason, "escalation", key)
+	return true, nil
+}
+
+// raise records and pages an escalation.
+func (r *run) raise(ctx context.Context, key, subject string, c reconcile.Class, reason string) error {
+	_, err := r.Escalator.Raise(ctx, &ledgerdb.EscalateParams{Key: key, Subject: subject, Class: c, Reason: reason, RunID: r.RunID})
+	return err
+}
+
+// claim takes an action's claim, with the compensation row when there is one.
+func (r *run) claim(ctx context.Context, key string, row *ledgerdb.RecordParams) (*reconcile.ClaimResult, error) {
+	return r.Store.Claim(ctx, &ledgerdb.ClaimParams{Key: key, Owner: r.Owner, TTL: r.Lease, Effect: row})
+}
+
+// settle ends a claim. A success confirms the action's effect in the same
+// write. A superseded success is an orphan: it is kept and reported.
+func (r *run) settle(ctx context.Context, c *reconcile.Claim, x *reconcile.Action, made *reconcile.Made, confirmKey string, failure string) error {
+	ctx = context.WithoutCancel(ctx) // the provider answered: record it even when the run is being stopped
+	p := &ledgerdb.SettleParams{Key: c.Key, Fence: c.Fence, Owner: r.Owner, Success: failure == "", Error: failure}
+	if made != nil {
+		p.Result, _ = json.Marshal(map[string]string{"id": made.ID, "charge": made.ChargeID, "status": made.Status})
+		if confirmKey != "" {
+			p.Confirm = &ledgerdb.ConfirmParams{Key: confirmKey, ExternalID: made.ID, Response: made.Response}
+		}
+	}
+	w, err := r.Store.Settle(ctx, p)
+	if err != nil {
+		return err
+	}
+	r.Crash(string(x.Kind) + ":settled")
+	if w.Outcome == reconcile.Superseded {
+		x.Outcome = reconcile.OutcomeSuperseded
+		x.Note = fmt.Sprintf("another run took the action over (fence %d, %s); this attempt changed nothing", w.Claim.Fence, w.Claim.Owner)
+		if w.Orphan != nil {
+			r.orphans = append(r.orphans, *w.Orphan)
+			x.Note = fmt.Sprintf("ORPHAN: %s was made after the claim moved to %s (fence %d): check it by hand", x.Made, w.Claim.Owner, w.Claim.Fence)
+			r.Log.Error("orphan: an action made by a superseded owner", "key", c.Key, "made", x.Made, "current_owner", w.Claim.Owner,
+				"current_fence", w.Claim.Fence, "current_result", string(w.Claim.Result))
+		}
+	}
+	return nil
+}
+
+// madeID is the id an action's settled result names.
+func madeID(result json.RawMessage) string {
+	var v struct{ ID string }
+	json.Unmarshal(result, &v)
+	return v.ID
+}

@@ -1,0 +1,447 @@
+package compensate_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"reconcile"
+	"reconcile/compensate"
+	"reconcile/escalate"
+	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/ledgertest"
+	"reconcile/provider"
+	"reconcile/provider/sandbox"
+)
+
+// world is a ledger, the project's Stripe sandbox over HTTP, and a client
+// for it, as a run's actions see them.
+type world struct {
+	t      *testing.T
+	ctx    context.Context
+	l      *ledgertest.Ledger
+	store  ledgerdb.Store
+	sb     *sandbox.Server
+	url    string
+	client *provider.Client
+	pages  *pageLog
+}
+
+// pageLog collects what the log pager writes; it is safe for concurrent runs.
+type pageLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (p *pageLog) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.Write(b)
+}
+
+// triggers counts the pages triggered.
+func (p *pageLog) triggers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Count(p.buf.String(), `"event":"trigger"`)
+}
+
+func newWorld(t *testing.T, l *ledgertest.Ledger) *world {
+	sb := sandbox.New(sandbox.Options{})
+	srv := httptest.NewServer(sb)
+	t.Cleanup(srv.Close)
+	w := &world{t: t, ctx: context.Background(), l: l, store: l.Open(t, nil), sb: sb, url: srv.URL, pages: &pageLog{}}
+	w.client = w.newClient(10 * time.Second)
+	return w
+}
+
+func (w *world) newClient(timeout time.Duration) *provider.Client {
+	return provider.New(provider.Config{BaseURL: w.url, APIKey: "sk_test_sandbox", Timeout: timeout})
+}
+
+// applier is one run's actions, on its own ledger handle.
+func (w *world) applier(run string, opt compensate.Options) *compensate.Applier {
+	store := w.l.Open(w.t, nil)
+	opt.RunID, opt.Owner, opt.Apply = run, "owner-"+run, true
+	if opt.Lease == 0 {
+		opt.Lease = time.Minute
+	}
+	return &compensate.Applier{Store: store, Provider: w.client, Options: opt,
+		Escalator: &escalate.Raiser{Store: store, Pager: &escalate.Log{W: w.pages}, Owner: opt.Owner}}
+}
+
+func (w *world) act(ap *compensate.Applier, ds []reconcile.Discrepancy) *compensate.Result {
+	w.t.Helper()
+	res, err := ap.Act(w.ctx, ds)
+	if err != nil {
+		w.t.Fatalf("Act: %v", err)
+	}
+	return res
+}
+
+func chargeRequest(key string, amount int64) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"amount": %d, "currency": "eur", "customer": "cus_1", "payment_method": "pm_card_visa",
+		"metadata": {"effect_key": %q, "order": "o-1"}}`, amount, key))
+}
+
+// effect writes an application's charge effect, created at created.
+func (w *world) effect(key string, amount int64, created time.Time, status reconcile.Status, extID string) {
+	w.t.Helper()
+	e := reconcile.Effect{Key: key, RunID: "app", Step: "charge", Provider: "stripe", Status: status, ExternalID: extID,
+		Request: chargeRequest(key, amount), CreatedAt: created}
+	if status == reconcile.StatusConfirmed {
+		e.ConfirmedAt = created
+	}
+	if err := w.store.LoadEffects(w.ctx, []reconcile.Effect{e}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// duplicate makes a charge twice at the sandbox, under two keys (the
+// application's retry with a fresh key: the bug reconciliation catches),
+// records the effect, and returns its finding with the planned refund.
+func (w *world) duplicate(key string, amount int64) reconcile.Discrepancy {
+	w.t.Helper()
+	var txs []reconcile.Transaction
+	for i, k := range []string{key, key + "-retry"} {
+		m, err := w.client.CreatePaymentIntent(w.ctx, k, chargeRequest(k, amount))
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		txs = append(txs, reconcile.Transaction{Provider: "stripe", ID: m.ChargeID, PaymentIntent: m.ID, Kind: reconcile.KindCharge,
+			Amount: reconcile.Money{Minor: amount, Currency: "EUR"}, Time: time.Unix(int64(i), 0)})
+	}
+	w.effect(key, amount, time.Now().Add(-time.Hour), reconcile.StatusConfirmed, txs[0].PaymentIntent)
+	comp := reconcile.CompensationKey(key, txs[1].ID)
+	return reconcile.Discrepancy{Class: reconcile.Duplicated, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
+		ObservedMinor: 2 * amount, Transactions: txs, Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: comp, Target: txs[1].ID,
+			Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: amount, Currency: "EUR"}}}}
+}
+
+func missing(key string, amount int64) reconcile.Discrepancy {
+	return reconcile.Discrepancy{Class: reconcile.Missing, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
+		Actions: []reconcile.Action{{Kind: reconcile.Redeliver, Key: key, Target: key, Outcome: reconcile.OutcomePlanned,
+			Amount: reconcile.Money{Minor: amount, Currency: "EUR"}}}}
+}
+
+func refundsOf(sb *sandbox.Server, key string) int {
+	n := 0
+	for _, r := range sb.Refunds() {
+		if r.Metadata["effect_key"] == key {
+			n++
+		}
+	}
+	return n
+}
+
+func outcome(t *testing.T, res *compensate.Result, key string) reconcile.Action {
+	t.Helper()
+	for _, d := range res.Discrepancies {
+		for _, x := range d.Actions {
+			if x.Key == key {
+				return x
+			}
+		}
+	}
+	t.Fatalf("no action %s in the result", key)
+	return reconcile.Action{}
+}
+
+func TestCompensationRefundsOnceAcrossRuns(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		d := w.duplicate("app:charge:0", 1250)
+		key := d.Actions[0].Key
+		first := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{d})
+		x := outcome(t, first, key)
+		if x.Outcome != reconcile.OutcomeApplied || !strings.HasPrefix(x.Made, "re_") {
+			t.Fatalf("first run: %+v, want applied with a refund id", x)
+		}
+		for _, run := range []string{"rec_2", "rec_3"} {
+			again := outcome(t, w.act(w.applier(run, compensate.Options{}), []reconcile.Discrepancy{d}), key)
+			if again.Outcome != reconcile.OutcomeSkipped || again.Made != x.Made {
+				t.Errorf("%s: %+v, want skipped, naming %s", run, again, x.Made)
+			}
+		}
+		if n := refundsOf(w.sb, key); n != 1 {
+			t.Errorf("the sandbox made %d refunds under %s, want 1", n, key)
+		}
+		row, err := w.store.Effect(w.ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.Step != "compensate" || row.Depth != 1 || row.ParentKey != "app:charge:0" || row.Status != reconcile.StatusConfirmed || row.ExternalID != x.Made {
+			t.Errorf("compensation row = %+v, want a confirmed compensate at depth 1 under app:charge:0 with %s", row, x.Made)
+		}
+		var req map[string]any
+		json.Unmarshal(row.Request, &req)
+		if req["amount"] != float64(1250) || req["charge"] != d.Transactions[1].ID {
+			t.Errorf("compensation request = %v, want the extra charge's full amount", req)
+		}
+	})
+}
+
+func TestPlanMakesNoExternalWrite(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		d := w.duplicate("app:charge:0", 1250)
+		w.effect("app:charge:1", 700, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, "")
+		before := w.sb.Requests()
+		ap := w.applier("rec_1", compensate.Options{})
+		ap.Apply = false
+		res := w.act(ap, []reconcile.Discrepancy{d, missing("app:charge:1", 700)})
+		for _, key := range []string{d.Actions[0].Key, "app:charge:1"} {
+			if x := outcome(t, res, key); x.Outcome != reconcile.OutcomePlanned {
+				t.Errorf("%s: %s without --apply, want planned", key, x.Outcome)
+			}
+		}
+		if w.sb.Requests() != before {
+			t.Errorf("a plan made %d provider writes", w.sb.Requests()-before)
+		}
+		if cs, _ := w.store.ClaimsOf(w.ctx, "app:charge:0"); len(cs) != 0 {
+			t.Errorf("a plan took claims: %+v", cs)
+		}
+	})
+}
+
+func TestConcurrentRunsMakeEachActionOnce(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		var ds []reconcile.Discrepancy
+		for i := range 5 {
+			ds = append(ds, w.duplicate(fmt.Sprintf("app:charge:%d", i), int64(100+i)))
+			key := fmt.Sprintf("app:charge:m%d", i)
+			w.effect(key, 500, time.Now().Add(-time.Hour), reconcile.StatusAttempted, "")
+			ds = append(ds, missing(key, 500))
+		}
+		before := len(w.sb.Payments())
+		var wg sync.WaitGroup
+		for r := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := w.applier(fmt.Sprintf("rec_%d", r), compensate.Options{}).Act(w.ctx, ds); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, d := range ds {
+			if d.Class == reconcile.Duplicated {
+				if n := refundsOf(w.sb, d.Actions[0].Key); n != 1 {
+					t.Errorf("%s refunded %d times by 4 concurrent runs, want once", d.EffectKey, n)
+				}
+			}
+		}
+		if n := len(w.sb.Payments()) - before; n != 5 {
+			t.Errorf("4 concurrent runs made %d payments for 5 missing effects, want 5", n)
+		}
+	})
+}
+
+// The provider call hangs past the lease (on its way in: the provider has
+// not seen the key yet); a second run takes the action over and makes it;
+// the first run's late call is answered from the provider's idempotency
+// store, its success is superseded and reported as an orphan, and the
+// refund is made once.
+func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		d := w.duplicate("app:charge:0", 990)
+		key := d.Actions[0].Key
+		w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: key, Kind: sandbox.FaultLatency, Times: 1, Delay: 1500 * time.Millisecond})
+		lease := 500 * time.Millisecond
+		done := make(chan *compensate.Result)
+		go func() {
+			res, err := w.applier("rec_1", compensate.Options{Lease: lease}).Act(w.ctx, []reconcile.Discrepancy{d})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		time.Sleep(lease + 200*time.Millisecond) // the first run's lease runs out while its call hangs
+		second := w.act(w.applier("rec_2", compensate.Options{Lease: time.Minute}), []reconcile.Discrepancy{d})
+		if x := outcome(t, second, key); x.Outcome != reconcile.OutcomeApplied {
+			t.Fatalf("the run that took over: %+v, want applied", x)
+		}
+		first := <-done
+		if first == nil {
+			t.Fatal("the first run failed")
+		}
+		if x := outcome(t, first, key); x.Outcome != reconcile.OutcomeSuperseded || !strings.Contains(x.Note, "ORPHAN") {
+			t.Errorf("the stale run: %+v, want superseded and reported as an orphan", x)
+		}
+		if len(first.Orphans) != 1 || first.Orphans[0].StaleFence != 1 || first.Orphans[0].CurrentFence != 2 {
+			t.Errorf("orphans = %+v, want one, fence 1 against 2", first.Orphans)
+		}
+		if n := refundsOf(w.sb, key); n != 1 {
+			t.Errorf("%d refunds, want 1", n)
+		}
+		if orphans, _ := w.store.Orphans(w.ctx); len(orphans) != 1 {
+			t.Errorf("the ledger holds %d orphans, want 1", len(orphans))
+		}
+	})
+}
+
+func TestLookupDownDefersWithoutCallOrPage(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		w.effect("app:charge:0", 800, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, "") // older than the key TTL
+		w.sb.Inject(sandbox.Fault{Op: sandbox.OpSearch, Kind: sandbox.FaultUnavailable})
+		before := w.sb.Requests()
+		res := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 800)})
+		if res.Discrepancies[0].Class != reconcile.Deferred {
+			t.Errorf("class = %s, want deferred", res.Discrepancies[0].Class)
+		}
+		if x := outcome(t, res, "app:charge:0"); x.Outcome != reconcile.OutcomeDeferred {
+			t.Errorf("outcome = %s, want deferred", x.Outcome)
+		}
+		if w.sb.Requests() != before || w.pages.triggers() != 0 {
+			t.Errorf("lookup down: %d writes, %d pages; want none", w.sb.Requests()-before, w.pages.triggers())
+		}
+		if e, _ := w.store.Effect(w.ctx, "app:charge:0"); e.Status != reconcile.StatusAttempted {
+			t.Errorf("deferred changed the effect: %s", e.Status)
+		}
+	})
+}
+
+// The original key has expired at the provider and the effect did happen:
+// the lookup finds it, and no second charge is made.
+func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		made, err := w.client.CreatePaymentIntent(w.ctx, "app:charge:0", chargeRequest("app:charge:0", 800))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.sb.ForgetKeys()
+		w.effect("app:charge:0", 800, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, "") // the app crashed before confirming
+		res := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 800)})
+		if len(w.sb.Payments()) != 1 {
+			t.Fatalf("the sandbox holds %d payments, want the first one only", len(w.sb.Payments()))
+		}
+		if d := res.Discrepancies[0]; d.Class != reconcile.Confirmed || d.Actions[0].Outcome != reconcile.OutcomeSkipped || d.Actions[0].Made != made.ID {
+			t.Errorf("finding = %+v, want confirmed by lookup (%s), no call", d, made.ID)
+		}
+		if e, _ := w.store.Effect(w.ctx, "app:charge:0"); e.Status != reconcile.StatusConfirmed || e.ExternalID != made.ID {
+			t.Errorf("effect = %s %q, want confirmed %s", e.Status, e.ExternalID, made.ID)
+		}
+	})
+}
+
+// A redelivery whose key the provider knows with other parameters is
+// refused, never retried with new ones, and paged once.
+func TestKeyReusedWithOtherParametersIsRefused(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		if _, err := w.client.CreatePaymentIntent(w.ctx, "app:charge:0", chargeRequest("app:charge:0", 800)); err != nil {
+			t.Fatal(err)
+		}
+		w.effect("app:charge:0", 900, time.Now().Add(-time.Hour), reconcile.StatusAttempted, "") // the ledger says 900: the price moved
+		for _, run := range []string{"rec_1", "rec_2"} {
+			res := w.act(w.applier(run, compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 900)})
+			x := outcome(t, res, "app:charge:0")
+			want := reconcile.OutcomeRefused
+			if run == "rec_2" {
+				want = reconcile.OutcomeSkipped // closed by the first run: never retried
+			}
+			if x.Outcome != want {
+				t.Errorf("%s: %+v, want %s", run, x, want)
+			}
+		}
+		if len(w.sb.Payments()) != 1 || w.pages.triggers() != 1 {
+			t.Errorf("%d payments, %d pages; want 1 and 1", len(w.sb.Payments()), w.pages.triggers())
+		}
+	})
+}
+
+// A refund that fails in doubt (a 5xx every time) pages exactly once across
+// three runs, and its compensation is escalated.
+func TestRefundInDoubtPagesOnceAcrossRuns(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		d := w.duplicate("app:charge:0", 990)
+		key := d.Actions[0].Key
+		w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: key, Kind: sandbox.FaultError500})
+		for i, run := range []string{"rec_1", "rec_2", "rec_3"} {
+			res := w.act(w.applier(run, compensate.Options{Grace: -1}), []reconcile.Discrepancy{d})
+			if x := outcome(t, res, key); x.Outcome != reconcile.OutcomeEscalated {
+				t.Errorf("run %d: %+v, want escalated (grace 0)", i+1, x)
+			}
+			if last := res.Discrepancies[len(res.Discrepancies)-1]; last.EffectKey != key || last.Class != reconcile.Escalated {
+				t.Errorf("run %d: the compensation's own finding is %+v, want escalated", i+1, last)
+			}
+		}
+		if n := w.pages.triggers(); n != 1 {
+			t.Errorf("%d pages across three runs, want 1", n)
+		}
+		if n := refundsOf(w.sb, key); n != 0 {
+			t.Errorf("%d refunds made, want none", n)
+		}
+	})
+}
+
+// A refund whose call times out stays in doubt; the next runs look it up,
+// find nothing yet, and page once without calling again.
+func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		w.client = w.newClient(200 * time.Millisecond)
+		d := w.duplicate("app:charge:0", 990)
+		key := d.Actions[0].Key
+		w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: key, Kind: sandbox.FaultHang, Delay: time.Second})
+		for _, run := range []string{"rec_1", "rec_2", "rec_3"} {
+			w.act(w.applier(run, compensate.Options{Grace: -1}), []reconcile.Discrepancy{d})
+		}
+		if n := w.pages.triggers(); n != 1 {
+			t.Errorf("%d pages across three runs, want 1", n)
+		}
+		time.Sleep(1200 * time.Millisecond) // the hung call lands at the provider
+		if n := refundsOf(w.sb, key); n != 1 {
+			t.Errorf("%d refunds, want the one hung call only", n)
+		}
+		// Once the provider shows it, the next run confirms the compensation.
+		res := w.act(w.applier("rec_4", compensate.Options{}), []reconcile.Discrepancy{d})
+		if x := outcome(t, res, key); x.Outcome != reconcile.OutcomeApplied || !strings.HasPrefix(x.Made, "re_") {
+			t.Errorf("after the refund landed: %+v, want applied, found by lookup", x)
+		}
+	})
+}
+
+func TestBlastRadiusHoldsEveryActionAndPagesOnce(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		var ds []reconcile.Discrepancy
+		for i := range 3 {
+			ds = append(ds, w.duplicate(fmt.Sprintf("app:charge:%d", i), 1000))
+		}
+		before := w.sb.Requests()
+		for _, opt := range []compensate.Options{{MaxActions: 2}, {MaxActions: 2}, {MaxRefund: map[string]int64{"EUR": 2999}}} {
+			res := w.act(w.applier("rec", opt), ds)
+			for _, d := range res.Discrepancies {
+				if x := d.Actions[0]; x.Outcome != reconcile.OutcomeEscalated || !strings.Contains(x.Note, "held back") {
+					t.Errorf("%+v, want escalated and held back", x)
+				}
+			}
+		}
+		if w.sb.Requests() != before {
+			t.Errorf("%d refunds made above the limits", w.sb.Requests()-before)
+		}
+		if n := w.pages.triggers(); n != 1 {
+			t.Errorf("%d pages for the same held-back plan, want 1", n)
+		}
+		// Within the limits the same plan is made.
+		res := w.act(w.applier("rec", compensate.Options{MaxActions: 3, MaxRefund: map[string]int64{"EUR": 3000}}), ds)
+		for _, d := range res.Discrepancies {
+			if d.Actions[0].Outcome != reconcile.OutcomeApplied {
+				t.Errorf("within limits: %+v, want applied", d.Actions[0])
+			}
+		}
+	})
+}

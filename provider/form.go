@@ -1,0 +1,100 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+
+	"github.com/stripe/stripe-go/v82/form"
+)
+
+// paymentForm form-encodes a recorded payment request for a redelivery
+// under key: every field as recorded, nested objects as name[key] and
+// arrays as name[0], numbers as their JSON text (never through float64),
+// with confirm=true and metadata[effect_key]=key. A recorded
+// metadata.effect_key other than key is an error: the ledger contract says
+// they are equal, and sending either would be wrong.
+func paymentForm(key string, request json.RawMessage) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(request))
+	dec.UseNumber()
+	var req map[string]any
+	if err := dec.Decode(&req); err != nil {
+		return "", fmt.Errorf("recorded request is not a JSON object: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("recorded request has data after its JSON object")
+	}
+	if req == nil {
+		return "", fmt.Errorf("recorded request is null, not a JSON object")
+	}
+	meta, ok := req["metadata"].(map[string]any)
+	switch {
+	case req["metadata"] == nil:
+		meta = map[string]any{}
+	case !ok:
+		return "", fmt.Errorf("recorded request's metadata is not a JSON object")
+	}
+	if k, ok := meta["effect_key"]; ok && k != key {
+		return "", fmt.Errorf("recorded request's metadata.effect_key %v is not its key %q", k, key)
+	}
+	meta["effect_key"] = key
+	req["metadata"] = meta
+	req["confirm"] = true
+	var f form.Values
+	appendForm(&f, "", req)
+	return f.Encode(), nil
+}
+
+// appendForm adds v under name the way Stripe's form encoding nests values,
+// object keys in sorted order. An empty object or array, or null, is sent
+// as an empty value: Stripe's way of writing them.
+func appendForm(f *form.Values, name string, v any) {
+	nest := func(k string) string {
+		if name == "" {
+			return k
+		}
+		return name + "[" + k + "]"
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		if len(v) == 0 && name != "" {
+			f.Add(name, "")
+		}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			appendForm(f, nest(k), v[k])
+		}
+	case []any:
+		if len(v) == 0 {
+			f.Add(name, "")
+		}
+		for i, e := range v {
+			appendForm(f, nest(strconv.Itoa(i)), e)
+		}
+	case string:
+		f.Add(name, v)
+	case json.Number:
+		f.Add(name, v.String())
+	case bool:
+		f.Add(name, strconv.FormatBool(v))
+	case nil:
+		f.Add(name, "")
+	}
+}
+
+// encode writes parameters in Stripe's form encoding, keys sorted, with the
+// brackets of nested names left as they are.
+func encode(v url.Values) string {
+	var f form.Values
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		for _, s := range v[k] {
+			f.Add(k, s)
+		}
+	}
+	return f.Encode()
+}

@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"reconcile"
+)
+
+// apiVersion is the API version the sandbox's events say they were written
+// with: the one stripe-go v82 asks for.
+const apiVersion = "2025-08-27.basil"
+
+// event records a webhook event, with s.mu held. obj is a snapshot of the
+// object as it was when the event happened.
+func (s *Server) event(typ string, at time.Time, obj any, reqID, key string) {
+	var idem *string
+	if key != "" {
+		idem = &key
+	}
+	type request struct {
+		ID             string  `json:"id"`
+		IdempotencyKey *string `json:"idempotency_key"`
+	}
+	ev := struct {
+		ID         string `json:"id"`
+		Object     string `json:"object"`
+		APIVersion string `json:"api_version"`
+		Created    int64  `json:"created"`
+		Data       struct {
+			Object any `json:"object"`
+		} `json:"data"`
+		Livemode        bool    `json:"livemode"`
+		PendingWebhooks int     `json:"pending_webhooks"`
+		Request         request `json:"request"`
+		Type            string  `json:"type"`
+	}{ID: newID("evt_"), Object: "event", APIVersion: apiVersion, Created: at.Unix(),
+		PendingWebhooks: 1, Request: request{ID: reqID, IdempotencyKey: idem}, Type: typ}
+	ev.Data.Object = obj
+	b, err := json.Marshal(ev)
+	if err != nil {
+		panic(err) // our own types always marshal
+	}
+	s.events = append(s.events, b)
+}
+
+// ExportEvents writes the webhook events for what the sandbox did, as JSON
+// Lines in the order they happened: payment_intent.succeeded and
+// charge.succeeded for each payment, refund.created and charge.refunded for
+// each refund. Each event's request.idempotency_key is the key of the
+// request that caused it.
+func (s *Server) ExportEvents(w io.Writer) error {
+	s.mu.Lock()
+	var buf bytes.Buffer
+	for _, ev := range s.events {
+		buf.Write(ev)
+		buf.WriteByte('\n')
+	}
+	s.mu.Unlock()
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// ExportItemized writes what the sandbox did as a Stripe "Balance change
+// from activity" itemized report (CSV): one charge row per succeeded
+// payment and one refund row per refund, in the order they happened.
+// Amounts are decimals in major units with Stripe's exponent for the
+// currency; the sandbox charges no fees. A refund row carries the refunded
+// charge's id and payment metadata, and its own refund metadata. Every
+// metadata key in use gets a column.
+func (s *Server) ExportItemized(w io.Writer) error {
+	s.mu.Lock()
+	payKeys, refKeys := map[string]bool{"effect_key": true}, map[string]bool{"effect_key": true, "compensates": true}
+	for _, p := range s.payments {
+		for k := range p.Metadata {
+			payKeys[k] = true
+		}
+	}
+	for _, rf := range s.refunds {
+		for k := range rf.Metadata {
+			refKeys[k] = true
+		}
+	}
+	payCols, refCols := metaColumns(payKeys), metaColumns(refKeys)
+	header := []string{"balance_transaction_id", "created_utc", "charge_id", "payment_intent_id", "source_id",
+		"reporting_category", "currency", "gross", "fee", "net", "description", "customer_id"}
+	for _, k := range payCols {
+		header = append(header, "payment_metadata["+k+"]")
+	}
+	for _, k := range refCols {
+		header = append(header, "refund_metadata["+k+"]")
+	}
+	rows := [][]string{header}
+	row := func(txn string, at time.Time, p *payment, source, category string, amount int64, desc string, refundMeta map[string]string) {
+		exp, err := reconcile.Exponent("stripe", strings.ToUpper(p.Currency))
+		if err != nil {
+			panic(err) // currencies are checked when a payment is made
+		}
+		gross := reconcile.FormatMinor(amount, exp)
+		customer := ""
+		if c := param(p.Params, "customer"); c != nil {
+			customer = *c
+		}
+		r := []string{txn, at.UTC().Format(time.DateTime), p.ChargeID, p.ID, source, category, p.Currency,
+			gross, reconcile.FormatMinor(0, exp), gross, desc, customer}
+		for _, k := range payCols {
+			r = append(r, p.Metadata[k])
+		}
+		for _, k := range refCols {
+			r = append(r, refundMeta[k])
+		}
+		rows = append(rows, r)
+	}
+	i, j := 0, 0
+	for i < len(s.payments) || j < len(s.refunds) {
+		if j == len(s.refunds) || (i < len(s.payments) && !s.payments[i].Created.After(s.refunds[j].Created)) {
+			if p := s.payments[i]; p.ChargeID != "" {
+				row(p.txn, p.Created, p, p.ChargeID, "charge", p.Amount, p.Params.Get("description"), nil)
+			}
+			i++
+			continue
+		}
+		rf := s.refunds[j]
+		p := s.charges[rf.Charge]
+		desc := "REFUND FOR CHARGE"
+		if d := p.Params.Get("description"); d != "" {
+			desc += " (" + d + ")"
+		}
+		row(rf.txn, rf.Created, p, rf.ID, "refund", -rf.Amount, desc, rf.Metadata)
+		j++
+	}
+	s.mu.Unlock()
+
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.WriteAll(rows) // a bytes.Buffer does not fail
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// metaColumns orders metadata keys for the report: effect_key and
+// compensates first, then the rest by name.
+func metaColumns(keys map[string]bool) []string {
+	first := []string{"effect_key", "compensates"}
+	var cols []string
+	for _, k := range first {
+		if keys[k] {
+			cols = append(cols, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !slices.Contains(first, k) {
+			cols = append(cols, k)
+		}
+	}
+	return cols
+}

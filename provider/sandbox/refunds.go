@@ -1,0 +1,202 @@
+package sandbox
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+)
+
+// Refund is a refund the sandbox made.
+type Refund struct {
+	ID            string // re_…
+	Charge        string // the refunded charge, ch_…
+	PaymentIntent string // the refunded charge's payment intent, pi_…
+	Key           string // the Idempotency-Key it was created under
+	Amount        int64  // minor units, positive
+	Currency      string // lower case
+	Status        string // succeeded
+	Reason        string
+	Metadata      map[string]string
+	Created       time.Time
+}
+
+// refund is a Refund and what the sandbox keeps alongside it.
+type refund struct {
+	Refund
+	txn string // its balance transaction
+}
+
+// refundReasons are the reasons Stripe accepts.
+var refundReasons = map[string]bool{"": true, "duplicate": true, "fraudulent": true, "requested_by_customer": true}
+
+// Refunds returns the refunds the sandbox made, oldest first.
+func (s *Server) Refunds() []Refund {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Refund, len(s.refunds))
+	for i, rf := range s.refunds {
+		out[i] = rf.Refund
+		out[i].Metadata = maps.Clone(rf.Metadata)
+	}
+	return out
+}
+
+// createRefund is POST /v1/refunds: a refund of a charge, named by itself
+// or by its payment intent, in full unless an amount is given.
+func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID string) response {
+	p, resp, bad := s.refundTarget(form)
+	if bad {
+		return resp
+	}
+	amount, resp, bad := amountParam(form, "amount", false)
+	if bad {
+		return resp
+	}
+	reason := form.Get("reason")
+	if !refundReasons[reason] {
+		return invalid("", "reason", "Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer")
+	}
+	left := p.Amount - p.Refunded
+	switch {
+	case left == 0:
+		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_already_refunded",
+			Message: fmt.Sprintf("Charge %s has already been refunded.", p.ChargeID)}, true)
+	case amount > left:
+		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "amount_too_large", Param: "amount",
+			Message: fmt.Sprintf("Refund amount (%d) is greater than unrefunded amount on charge (%d)", amount, left)}, true)
+	case amount == 0:
+		amount = left
+	}
+	now := s.now().UTC()
+	rf := &refund{Refund: Refund{
+		ID:            newID("re_"),
+		Charge:        p.ChargeID,
+		PaymentIntent: p.ID,
+		Key:           key,
+		Amount:        amount,
+		Currency:      p.Currency,
+		Status:        "succeeded",
+		Reason:        reason,
+		Metadata:      metadata(form),
+		Created:       now,
+	}, txn: newID("txn_")}
+	p.Refunded += amount
+	p.refunds = append(p.refunds, rf)
+	s.refunds = append(s.refunds, rf)
+	s.made++
+	s.event("refund.created", now, rf.object(), reqID, key)
+	s.event("charge.refunded", now, s.chargeObject(p), reqID, key)
+	return ok(rf.object(), true)
+}
+
+// refundTarget finds the succeeded payment a refund request names.
+func (s *Server) refundTarget(form url.Values) (*payment, response, bool) {
+	ch, pi := form.Get("charge"), form.Get("payment_intent")
+	var p *payment
+	switch {
+	case ch != "":
+		if p = s.charges[ch]; p == nil {
+			return nil, invalid("resource_missing", "charge", "No such charge: '%s'", ch), true
+		}
+		if pi != "" && pi != p.ID {
+			return nil, invalid("", "payment_intent", "Charge %s does not belong to PaymentIntent %s.", ch, pi), true
+		}
+	case pi != "":
+		if p = s.intents[pi]; p == nil {
+			return nil, invalid("resource_missing", "payment_intent", "No such payment_intent: '%s'", pi), true
+		}
+		if p.ChargeID == "" {
+			return nil, invalid("", "payment_intent", "This PaymentIntent (%s) does not have a successful charge to refund.", pi), true
+		}
+	default:
+		return nil, invalid("parameter_missing", "", "One of the following params should be provided for this request: charge or payment_intent."), true
+	}
+	return p, response{}, false
+}
+
+// listRefunds is GET /v1/refunds, newest first, filtered by charge or
+// payment_intent and paged with limit, starting_after and ending_before.
+func (s *Server) listRefunds(r *http.Request, form url.Values, key, reqID string) response {
+	limit, resp, bad := limitParam(form)
+	if bad {
+		return resp
+	}
+	ch, pi := form.Get("charge"), form.Get("payment_intent")
+	var all []*refund
+	for _, rf := range slices.Backward(s.refunds) {
+		if (ch == "" || rf.Charge == ch) && (pi == "" || rf.PaymentIntent == pi) {
+			all = append(all, rf)
+		}
+	}
+	from, to := 0, min(limit, len(all))
+	after, before := form.Get("starting_after"), form.Get("ending_before")
+	if after != "" || before != "" {
+		cursor, name := after, "starting_after"
+		if after == "" {
+			cursor, name = before, "ending_before"
+		}
+		i := slices.IndexFunc(all, func(rf *refund) bool { return rf.ID == cursor })
+		if i < 0 {
+			return invalid("resource_missing", name, "No such refund: '%s'", cursor)
+		}
+		if after != "" {
+			from, to = i+1, min(i+1+limit, len(all))
+		} else {
+			from, to = max(0, i-limit), i
+		}
+	}
+	list := refundList{Object: "list", URL: "/v1/refunds", Data: []refundObject{}}
+	for _, rf := range all[from:to] {
+		list.Data = append(list.Data, rf.object())
+	}
+	if after == "" && before != "" {
+		list.HasMore = from > 0
+	} else {
+		list.HasMore = to < len(all)
+	}
+	return ok(list, false)
+}
+
+type refundList struct {
+	Object  string         `json:"object"`
+	URL     string         `json:"url"`
+	HasMore bool           `json:"has_more"`
+	Data    []refundObject `json:"data"`
+}
+
+// refundObject is a refund as the API writes it.
+type refundObject struct {
+	ID                 string            `json:"id"`
+	Object             string            `json:"object"`
+	Amount             int64             `json:"amount"`
+	BalanceTransaction string            `json:"balance_transaction"`
+	Charge             string            `json:"charge"`
+	Created            int64             `json:"created"`
+	Currency           string            `json:"currency"`
+	Metadata           map[string]string `json:"metadata"`
+	PaymentIntent      string            `json:"payment_intent"`
+	Reason             *string           `json:"reason"`
+	Status             string            `json:"status"`
+}
+
+func (rf *refund) object() refundObject {
+	o := refundObject{
+		ID:                 rf.ID,
+		Object:             "refund",
+		Amount:             rf.Amount,
+		BalanceTransaction: rf.txn,
+		Charge:             rf.Charge,
+		Created:            rf.Created.Unix(),
+		Currency:           rf.Currency,
+		Metadata:           rf.Metadata,
+		PaymentIntent:      rf.PaymentIntent,
+		Status:             rf.Status,
+	}
+	if rf.Reason != "" {
+		o.Reason = &rf.Reason
+	}
+	return o
+}
