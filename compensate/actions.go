@@ -197,7 +197,7 @@ func (r *run) doubt(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.
 		return err
 	}
 	r.escalated[x.Key] = &reconcile.Discrepancy{Class: reconcile.Escalated, EffectKey: x.Key, Provider: d.Provider, Currency: x.Amount.Currency,
-		ExpectedMinor: x.Amount.Minor, Reason: "compensation " + reason,
+		ExpectedMinor: x.Amount.Minor, Reason: "compensation escalated: " + reason,
 		Actions: []reconcile.Action{{Kind: reconcile.Escalate, Key: key, Target: x.Key, Outcome: reconcile.OutcomeEscalated}}}
 	return nil
 }

@@ -381,3 +381,69 @@ func TestApplyNeedsTheProviderKey(t *testing.T) {
 		t.Errorf("a refused run ingested %d sources", len(srcs))
 	}
 }
+
+// A refund that keeps failing in doubt is escalated and paged once; a
+// person finds it with `escalations` and `show`, and closes it with
+// `resolve`, which resolves the page too.
+func TestOnCallFindsShowsAndResolvesAnEscalation(t *testing.T) {
+	l := ledgertest.New(t, "sqlite")
+	w := newApplyWorld(t, l)
+	w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: "", Kind: sandbox.FaultError500})
+	var mu sync.Mutex
+	var pages []string
+	hook := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Event      string
+			Escalation struct{ Key string }
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		pages = append(pages, body.Event+" "+body.Escalation.Key)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	for range 2 {
+		code, r, errOut := w.reconcile("", "--grace", "0", "--pager-webhook", hook.URL)
+		if code != exitPerson || r == nil || r.Counts["escalated"] != len(w.dups) {
+			t.Fatalf("run = %d, %+v; want exit 3 with %d escalated\n%s", code, r, len(w.dups), errOut)
+		}
+	}
+	if len(pages) != len(w.dups) {
+		t.Errorf("two runs sent %d pages for %d compensations in doubt, want one each: %v", len(pages), len(w.dups), pages)
+	}
+	code, out, _ := reconcileCmd(t, "escalations", "--ledger", l.URL)
+	if code != 0 || strings.Count(out, "escalated") != len(w.dups) || !strings.Contains(out, w.dups[0]+":compensate:") {
+		t.Fatalf("escalations = %d:\n%s", code, out)
+	}
+	var comp string
+	for _, f := range strings.Fields(out) {
+		if strings.HasPrefix(f, w.dups[0]+":compensate:") {
+			comp = f
+		}
+	}
+	code, out, _ = reconcileCmd(t, "show", comp, "--ledger", l.URL)
+	for _, want := range []string{"step compensate at stripe, attempted", "compensates " + w.dups[0] + " (depth 1)", "escalations:", "history:"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("show %s lacks %q:\n%s", comp, want, out)
+		}
+	}
+	code, out, _ = reconcileCmd(t, "show", w.dups[0], "--ledger", l.URL)
+	if code != 0 || !strings.Contains(out, comp) || !strings.Contains(out, "duplicated") {
+		t.Errorf("show %s does not name its compensation and finding:\n%s", w.dups[0], out)
+	}
+	code, out, errOut := reconcileCmd(t, "resolve", comp, "--as", "compensated", "--note", "refunded by hand", "--by", "ana",
+		"--ledger", l.URL, "--pager-webhook", hook.URL)
+	if code != 0 || !strings.Contains(out, "closed escalation "+comp+":escalate:escalated") {
+		t.Fatalf("resolve = %d, %q, %q", code, out, errOut)
+	}
+	if last := pages[len(pages)-1]; last != "resolve "+comp+":escalate:escalated" {
+		t.Errorf("the page was not resolved: %v", pages)
+	}
+	code, out, _ = reconcileCmd(t, "escalations", "--ledger", l.URL)
+	if code != 0 || strings.Count(out, ":compensate:") != len(w.dups)-1 {
+		t.Errorf("after resolving one, escalations =\n%s", out)
+	}
+	if code, _, _ := reconcileCmd(t, "resolve", comp, "--as", "maybe", "--note", "x", "--ledger", l.URL); code != exitUsage {
+		t.Errorf("resolve --as maybe = %d, want a usage error", code)
+	}
+}
