@@ -93,11 +93,10 @@ func (a *app) applier(f *actionFlags, store ledgerdb.Store, runID string, apply 
 	if grace == 0 {
 		grace = -1 // --grace 0: page at once
 	}
-	host, _ := os.Hostname()
-	owner := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), runID)
+	owner := owner() + ":" + runID
 	ap := &compensate.Applier{
 		Store:     store,
-		Escalator: &escalate.Raiser{Store: store, Pager: a.pager(f, host), Owner: owner, Log: a.log},
+		Escalator: &escalate.Raiser{Store: store, Pager: a.pager(f), Owner: owner, Log: a.log},
 		Options: compensate.Options{RunID: runID, Owner: owner, Apply: apply, Lease: f.lease, KeyTTL: f.keyTTL, Grace: grace,
 			DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions, MaxRefund: maxRefund, Log: a.log, Crash: crashHook()},
 	}
@@ -111,8 +110,15 @@ func (a *app) applier(f *actionFlags, store ledgerdb.Store, runID string, apply 
 	return ap, nil
 }
 
+// owner names this process in claims: host:pid.
+func owner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
 // pager is the configured pager: PagerDuty, a webhook, or the log.
-func (a *app) pager(f *actionFlags, host string) escalate.Pager {
+func (a *app) pager(f *actionFlags) escalate.Pager {
+	host, _ := os.Hostname()
 	client := &http.Client{Timeout: 30 * time.Second}
 	switch {
 	case f.pagerURL != "":

@@ -10,9 +10,12 @@ import (
 	"syscall"
 )
 
-func main() {
+func main() { os.Exit(runMain()) }
+
+// runMain runs the command line of this process; SIGINT and SIGTERM cancel
+// it, so that a run finishes or rolls back its current step and exits.
+func runMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }

@@ -270,8 +270,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			host, _ := os.Hostname()
-			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager, host), Log: a.log}
+			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}
 			fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", args[0], res, by, out.Effect.Status)
 			for _, e := range out.Closed {
 				fmt.Fprintf(a.stdout, "  closed escalation %s\n", e.Key)

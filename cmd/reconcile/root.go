@@ -98,7 +98,7 @@ Environment:
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(a.migrateCommand(), a.ingestCommand(), a.runCommand(), a.showCommand(), a.escalationsCommand(), a.resolveCommand(),
-		a.sandboxCommand(), a.benchCommand(), a.demoCommand(), a.versionCommand())
+		a.scheduleCommand(), a.sandboxCommand(), a.benchCommand(), a.demoCommand(), a.versionCommand())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
 	})

@@ -21,7 +21,7 @@ import (
 	"reconcile/report"
 )
 
-// runFlags are the flags of `reconcile run`.
+// runFlags are the flags of `reconcile run` and `reconcile schedule`.
 type runFlags struct {
 	in       inputFlags
 	act      actionFlags
@@ -29,6 +29,19 @@ type runFlags struct {
 	lag      time.Duration
 	apply    bool
 	jsonPath string
+	runLease bool
+	slot     string // the schedule's slot, when a schedule started the run
+}
+
+func (f *runFlags) add(cmd *cobra.Command) {
+	f.in.add(cmd)
+	f.act.add(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.asOf, "as-of", "", "pin the end of the evidence's coverage (RFC 3339 time or YYYY-MM-DD, UTC) instead of taking it from the evidence")
+	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
+	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
+	fl.BoolVar(&f.runLease, "run-lease", true, "take the ledger's run lease, so that overlapping runs (cron and an ad hoc run, two replicas) skip instead of running at once; actions are claimed one by one either way")
+	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -42,6 +55,15 @@ and every provider transaction no effect links to (unexpected), records the find
 ledger, and prints a summary. Without --apply it changes nothing outside the ledger: it prints
 the plan, the refunds and redeliveries it would make.
 
+With --apply it makes them, each exactly once however often it is attempted: every action is
+claimed in the ledger with a fence token before it is made, sent under its own idempotency key
+(a refund under <effect key>:compensate:<charge id>, a redelivery under the original key with
+exactly the recorded request), and settled with the token. A call that times out is in doubt,
+never failed: the next run looks it up before acting again. What the job must not decide alone
+(a compensation in doubt past --grace, a mismatched effect, a refused key, unexpected money from
+--page-unexpected, a plan above --max-actions or --max-refund) is recorded as an escalation and
+paged once. See ` + "`reconcile escalations`" + `, ` + "`reconcile show`" + ` and ` + "`reconcile resolve`" + `.
+
 An effect is in scope when it is not yet finally reconciled, or when this run's evidence links to
 it. The cutoff is the end of each provider's evidence (or --as-of) minus --lag: an effect newer
 than the cutoff with no evidence is pending, not missing.
@@ -50,20 +72,22 @@ Exit status: 0 reconciled and nothing needs a person; 3 reconciled and something
 (a mismatched or escalated effect, unexpected money, a refused action); 2 usage error or an
 unreadable input (nothing changed); 1 any other failure.
 
+Environment:
+  RECONCILE_LEDGER             ledger URL when --ledger is not given
+  RECONCILE_STRIPE_URL         --provider-url;  STRIPE_API_KEY  the provider's API key (never printed)
+  RECONCILE_PAGER_URL          --pager-url;     RECONCILE_PAGER_ROUTING_KEY  PagerDuty routing key
+  RECONCILE_PAGER_WEBHOOK      --pager-webhook
+  RECONCILE_S3_PATH_STYLE      --s3-path-style; AWS_* and AWS_ENDPOINT_URL_S3 for S3 inputs
+
 Examples:
   reconcile run settlements/2026-11-28.itemized.csv
-  reconcile run --ledger postgres://reconcile@db/payments --json result.json s3://finance/stripe/2026/11/`,
+  reconcile run --ledger postgres://reconcile@db/payments --json result.json s3://finance/stripe/2026/11/
+  STRIPE_API_KEY=rk_live_... reconcile run --apply --max-refund EUR=5000.00 --pager-url https://events.pagerduty.com/v2/enqueue settlements/`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.run(cmd.Context(), &f, args) },
 	}
-	f.in.add(cmd)
-	f.act.add(cmd)
+	f.add(cmd)
 	a.addLedgerFlag(cmd)
-	fl := cmd.Flags()
-	fl.StringVar(&f.asOf, "as-of", "", "pin the end of the evidence's coverage (RFC 3339 time or YYYY-MM-DD, UTC) instead of taking it from the evidence")
-	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
-	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
-	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
 	return cmd
 }
 
@@ -90,6 +114,26 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	defer store.Close()
+	runID := newRunID(time.Now())
+	ap, err := a.applier(&f.act, store, runID, f.apply)
+	if err != nil {
+		return err
+	}
+	pageFrom, err := amounts("--page-unexpected", f.act.pageUnexpected)
+	if err != nil {
+		return err
+	}
+	if f.runLease {
+		lease, err := takeRunLease(ctx, store, ap.Owner, a.log)
+		if err != nil {
+			return err
+		}
+		if lease == nil {
+			return nil // another run holds it: this one is skipped, and said so
+		}
+		defer lease.release()
+		ctx = lease.ctx
+	}
 
 	// An input that cannot be read at all stops the run before it changes
 	// anything, so every new input is read once before any is written.
@@ -100,17 +144,8 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		}
 	}
 
-	runID := newRunID(time.Now())
-	argsJSON, _ := json.Marshal(map[string]any{"inputs": args, "as_of": f.asOf, "lag": f.lag.String()})
+	argsJSON, _ := json.Marshal(map[string]any{"inputs": args, "as_of": f.asOf, "lag": f.lag.String(), "apply": f.apply, "slot": f.slot})
 	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: runID, Args: argsJSON}); err != nil {
-		return err
-	}
-	ap, err := a.applier(&f.act, store, runID, f.apply)
-	if err != nil {
-		return err
-	}
-	pageFrom, err := amounts("--page-unexpected", f.act.pageUnexpected)
-	if err != nil {
 		return err
 	}
 	res, err := a.reconcile(ctx, store, runID, srcs, hashes, opt, asOf, f.lag, ap, pageFrom)

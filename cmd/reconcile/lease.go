@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// runLeaseKey is the claim that one run at a time holds on a ledger.
+const runLeaseKey = "lease:run"
+
+// runLeaseTTL is how long the run lease lasts unless renewed; it is renewed
+// at a third of that while the run works, so a run that dies frees the
+// ledger within this time.
+const runLeaseTTL = 2 * time.Minute
+
+// runLease is the ledger's run lease, held while a run works. Its context
+// is cancelled when the lease is lost (a renewal superseded), so a run that
+// was taken over stops instead of working on beside its successor.
+type runLease struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	store   ledgerdb.Store
+	owner   string
+	fence   int64
+	stopped chan struct{}
+	log     *slog.Logger
+}
+
+// takeRunLease takes the run lease, or returns nil when another run holds
+// it; that is logged, and the caller skips its run.
+func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, log *slog.Logger) (*runLease, error) {
+	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: runLeaseKey, Owner: owner, TTL: runLeaseTTL})
+	if err != nil {
+		return nil, err
+	}
+	if c.Outcome != reconcile.Claimed {
+		log.Warn("another run holds the ledger's run lease: this run is skipped", "holder", c.Claim.Owner,
+			"until", c.Claim.LeaseUntil.Format(time.RFC3339))
+		return nil, nil
+	}
+	l := &runLease{store: store, owner: owner, fence: c.Claim.Fence, stopped: make(chan struct{}), log: log}
+	l.ctx, l.cancel = context.WithCancel(ctx)
+	go l.renew()
+	return l, nil
+}
+
+func (l *runLease) renew() {
+	defer close(l.stopped)
+	t := time.NewTicker(runLeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+		w, err := l.store.Renew(l.ctx, &ledgerdb.RenewParams{Key: runLeaseKey, Fence: l.fence, TTL: runLeaseTTL})
+		if err != nil && l.ctx.Err() == nil {
+			l.log.Warn("run lease not renewed; trying again", "err", err)
+			continue
+		}
+		if w != nil && w.Outcome == reconcile.Superseded {
+			l.log.Error("the run lease was taken over by another run: stopping", "holder", w.Claim.Owner)
+			l.cancel()
+			return
+		}
+	}
+}
+
+// release gives the lease back, even when the run was cancelled. The claim
+// is settled as failed, the state that the next run may take at once.
+func (l *runLease) release() {
+	l.cancel()
+	<-l.stopped
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), 10*time.Second)
+	defer cancel()
+	if _, err := l.store.Settle(ctx, &ledgerdb.SettleParams{Key: runLeaseKey, Fence: l.fence, Owner: l.owner, Error: "released"}); err != nil {
+		l.log.Warn("run lease not released; it expires by itself", "err", err, "within", runLeaseTTL)
+	}
+}
