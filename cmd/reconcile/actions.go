@@ -42,7 +42,7 @@ func (f *actionFlags) add(cmd *cobra.Command) {
 		"PagerDuty Events API v2 endpoint, e.g. https://events.pagerduty.com/v2/enqueue (env RECONCILE_PAGER_URL); routing key from RECONCILE_PAGER_ROUTING_KEY")
 	fl.StringVar(&f.pagerWebhook, "pager-webhook", os.Getenv("RECONCILE_PAGER_WEBHOOK"),
 		"URL that gets each page as a JSON POST instead (env RECONCILE_PAGER_WEBHOOK); with no pager, pages are logged on stderr")
-	fl.DurationVar(&f.lease, "lease", 5*time.Minute, "how long an action's claim lasts before another run may take it over; must outlast --provider-timeout")
+	fl.DurationVar(&f.lease, "lease", 5*time.Minute, "how long an action's claim, and the run lease, last before another run may take them over; must outlast --provider-timeout")
 	fl.DurationVar(&f.keyTTL, "key-ttl", 24*time.Hour, "how long the provider keeps idempotency keys: older missing effects are looked up before redelivery")
 	fl.DurationVar(&f.grace, "grace", time.Hour, "how long a compensation may stay in doubt before a person is paged")
 	fl.DurationVar(&f.deferredPage, "deferred-page-after", 72*time.Hour, "page a person about an effect deferred for longer than this")

@@ -12,11 +12,6 @@ import (
 // runLeaseKey is the claim that one run at a time holds on a ledger.
 const runLeaseKey = "lease:run"
 
-// runLeaseTTL is how long the run lease lasts unless renewed; it is renewed
-// at a third of that while the run works, so a run that dies frees the
-// ledger within this time.
-const runLeaseTTL = 2 * time.Minute
-
 // runLease is the ledger's run lease, held while a run works. Its context
 // is cancelled when the lease is lost (a renewal superseded), so a run that
 // was taken over stops instead of working on beside its successor.
@@ -26,14 +21,17 @@ type runLease struct {
 	store   ledgerdb.Store
 	owner   string
 	fence   int64
+	ttl     time.Duration
 	stopped chan struct{}
 	log     *slog.Logger
 }
 
-// takeRunLease takes the run lease, or returns nil when another run holds
-// it; that is logged, and the caller skips its run.
-func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, log *slog.Logger) (*runLease, error) {
-	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: runLeaseKey, Owner: owner, TTL: runLeaseTTL})
+// takeRunLease takes the run lease for ttl, renewed at a third of that
+// while the run works, so a run that dies frees the ledger within ttl. It
+// returns nil when another run holds the lease; that is logged, and the
+// caller skips its run.
+func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, ttl time.Duration, log *slog.Logger) (*runLease, error) {
+	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: runLeaseKey, Owner: owner, TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +40,7 @@ func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, log *
 			"until", c.Claim.LeaseUntil.Format(time.RFC3339))
 		return nil, nil
 	}
-	l := &runLease{store: store, owner: owner, fence: c.Claim.Fence, stopped: make(chan struct{}), log: log}
+	l := &runLease{store: store, owner: owner, fence: c.Claim.Fence, ttl: ttl, stopped: make(chan struct{}), log: log}
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	go l.renew()
 	return l, nil
@@ -50,7 +48,7 @@ func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, log *
 
 func (l *runLease) renew() {
 	defer close(l.stopped)
-	t := time.NewTicker(runLeaseTTL / 3)
+	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -58,7 +56,7 @@ func (l *runLease) renew() {
 			return
 		case <-t.C:
 		}
-		w, err := l.store.Renew(l.ctx, &ledgerdb.RenewParams{Key: runLeaseKey, Fence: l.fence, TTL: runLeaseTTL})
+		w, err := l.store.Renew(l.ctx, &ledgerdb.RenewParams{Key: runLeaseKey, Fence: l.fence, TTL: l.ttl})
 		if err != nil && l.ctx.Err() == nil {
 			l.log.Warn("run lease not renewed; trying again", "err", err)
 			continue
@@ -79,6 +77,6 @@ func (l *runLease) release() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), 10*time.Second)
 	defer cancel()
 	if _, err := l.store.Settle(ctx, &ledgerdb.SettleParams{Key: runLeaseKey, Fence: l.fence, Owner: l.owner, Error: "released"}); err != nil {
-		l.log.Warn("run lease not released; it expires by itself", "err", err, "within", runLeaseTTL)
+		l.log.Warn("run lease not released; it expires by itself", "err", err, "within", l.ttl)
 	}
 }

@@ -124,7 +124,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	if f.runLease {
-		lease, err := takeRunLease(ctx, store, ap.Owner, a.log)
+		lease, err := takeRunLease(ctx, store, ap.Owner, f.act.lease, a.log)
 		if err != nil {
 			return err
 		}
