@@ -28,7 +28,7 @@ type runFlags struct {
 	asOf     string
 	lag      time.Duration
 	apply    bool
-	jsonPath string
+	out      outputFlags
 	runLease bool
 	slot     string // the schedule's slot, when a schedule started the run
 }
@@ -41,7 +41,7 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
 	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
 	fl.BoolVar(&f.runLease, "run-lease", true, "take the ledger's run lease, so that overlapping runs (cron and an ad hoc run, two replicas) skip instead of running at once; actions are claimed one by one either way")
-	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
+	f.out.add(cmd)
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -160,14 +160,18 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		err = ferr
 	}
 	if err != nil {
+		if res == nil { // a failed run still reports its metrics, without a success
+			res = &report.Result{RunID: runID, StartedAt: time.Now().UTC()}
+		}
+		if merr := a.writeMetrics(context.WithoutCancel(ctx), &f.out, res); merr != nil {
+			a.log.Error("metrics not written", "err", merr)
+		}
 		return err
 	}
-	if f.jsonPath != "" {
-		if err := a.writeJSON(f.jsonPath, res); err != nil {
-			return err
-		}
+	if err := a.writeOutputs(ctx, store, &f.out, res); err != nil {
+		return err
 	}
-	if f.jsonPath != "-" {
+	if f.out.jsonPath != "-" {
 		report.Summary(a.stdout, res)
 	}
 	if res.NeedsPerson() {
@@ -227,6 +231,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		return nil, err
 	}
 	effects := make([]matcher.Effect, 0, len(ledgerEffects))
+	created := make(map[string]time.Time, len(ledgerEffects))
 	earlier := &ledgerdb.LinkParams{ExcludeSources: sourceIDs}
 	for i := range ledgerEffects {
 		e, err := matcher.FromLedger(&ledgerEffects[i])
@@ -234,6 +239,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 			a.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
 		}
 		effects = append(effects, e)
+		created[e.Key] = e.CreatedAt
 		earlier.Keys = append(earlier.Keys, e.Key)
 		earlier.IDs = appendNonEmpty(earlier.IDs, e.ExternalID)
 	}
@@ -271,7 +277,11 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 			continue
 		}
 		out := report.Discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency,
-			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: d.Reason}
+			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: d.Reason,
+			Time: created[d.EffectKey]}
+		if d.EffectKey == "" && len(d.Transactions) > 0 {
+			out.Time = d.Transactions[0].Time
+		}
 		for _, t := range d.Transactions {
 			out.Transactions = append(out.Transactions, t.ID)
 		}

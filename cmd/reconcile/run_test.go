@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/xuri/excelize/v2"
 
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/postgres/pgtest"
@@ -267,4 +270,49 @@ func TestGeneratedWorldOnPostgres(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	testGeneratedWorld(t, url)
+}
+
+// A run writes the finance spreadsheet and the metrics file it is asked
+// for, and `export` writes the same run's spreadsheet again later.
+func TestRunWritesSpreadsheetMetricsAndExport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ledger := "sqlite:" + filepath.Join(dir, "ledger.db")
+	seedLedger(t, ledger)
+	xlsx, metrics := filepath.Join(dir, "run.xlsx"), filepath.Join(dir, "reconcile.prom")
+	code, r, errOut := runJSON(t, "--ledger", ledger, "--xlsx", xlsx, "--metrics-file", metrics, writeFile(t, "2026-11-01.itemized.csv", settlement))
+	if code != exitPerson {
+		t.Fatalf("run = %d: %s", code, errOut)
+	}
+	sheets := func(path string) []string {
+		f, err := excelize.OpenFile(path)
+		if err != nil {
+			t.Fatalf("spreadsheet %s: %v", path, err)
+		}
+		defer f.Close()
+		cell, _ := f.GetCellValue("Summary", "B1")
+		all, _ := f.GetRows("Summary")
+		if !strings.Contains(fmt.Sprint(all), r.RunID) {
+			t.Errorf("the Summary of %s does not name run %s (B1 %q)", path, r.RunID, cell)
+		}
+		return f.GetSheetList()
+	}
+	got := sheets(xlsx)
+	if got[0] != "Summary" || !slices.Contains(got, "Duplicated") || !slices.Contains(got, "Rejected rows") {
+		t.Errorf("sheets = %v, want Summary first, then the classes found and the rejected rows", got)
+	}
+	prom, err := os.ReadFile(metrics)
+	if err != nil || !strings.Contains(string(prom), `reconcile_findings{class="duplicated"} 1`) || !strings.Contains(string(prom), "reconcile_last_success_timestamp_seconds") {
+		t.Errorf("metrics file (%v):\n%s", err, prom)
+	}
+	again := filepath.Join(dir, "export.xlsx")
+	if code, _, errOut := reconcileCmd(t, "export", "--run", r.RunID, "--xlsx", again, "--ledger", ledger); code != 0 {
+		t.Fatalf("export = %d: %s", code, errOut)
+	}
+	if diff := cmp.Diff(got, sheets(again)); diff != "" {
+		t.Errorf("export's sheets differ from the run's (-run +export):\n%s", diff)
+	}
+	if code, _, _ := reconcileCmd(t, "export", "--run", "rec_nope", "--xlsx", again, "--ledger", ledger); code != exitUsage {
+		t.Errorf("export of an unknown run = %d, want %d", code, exitUsage)
+	}
 }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+	"reconcile/report"
+)
+
+// outputFlags say where a run's result goes besides the summary on stdout.
+type outputFlags struct {
+	jsonPath    string
+	xlsxPath    string
+	metricsFile string
+	metricsPush string
+	metricsJob  string
+}
+
+func (f *outputFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.jsonPath, "json", "", "write the JSON result to FILE (- for stdout, which then gets only the JSON)")
+	fl.StringVar(&f.xlsxPath, "xlsx", "", "write the discrepancy spreadsheet for finance to FILE (.xlsx)")
+	fl.StringVar(&f.metricsFile, "metrics-file", os.Getenv("RECONCILE_METRICS_FILE"),
+		"write the run's metrics for node_exporter's textfile collector to FILE (env RECONCILE_METRICS_FILE)")
+	fl.StringVar(&f.metricsPush, "metrics-push", os.Getenv("RECONCILE_METRICS_PUSH"),
+		"push the run's metrics to the Prometheus Pushgateway at URL (env RECONCILE_METRICS_PUSH)")
+	fl.StringVar(&f.metricsJob, "metrics-job", "reconcile", "the Pushgateway job name")
+}
+
+// writeOutputs writes a finished run's JSON result, spreadsheet and metrics.
+func (a *app) writeOutputs(ctx context.Context, store ledgerdb.Store, f *outputFlags, res *report.Result) error {
+	if f.jsonPath != "" {
+		if err := a.writeJSON(f.jsonPath, res); err != nil {
+			return err
+		}
+	}
+	if f.xlsxPath != "" {
+		if err := writeSpreadsheet(ctx, store, f.xlsxPath, res); err != nil {
+			return err
+		}
+		a.log.Info("spreadsheet written", "file", f.xlsxPath)
+	}
+	return a.writeMetrics(ctx, f, res)
+}
+
+func (a *app) writeMetrics(ctx context.Context, f *outputFlags, res *report.Result) error {
+	var errs []error
+	if f.metricsFile != "" {
+		errs = append(errs, report.WriteMetricsFile(f.metricsFile, res))
+	}
+	if f.metricsPush != "" {
+		errs = append(errs, report.PushMetrics(ctx, f.metricsPush, f.metricsJob, res))
+	}
+	return errors.Join(errs...)
+}
+
+// writeSpreadsheet writes the spreadsheet of res, with the escalations
+// still open, to path: through a temporary file, so that a reader never
+// sees half a workbook.
+func writeSpreadsheet(ctx context.Context, store ledgerdb.Store, path string, res *report.Result) error {
+	open, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: true})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".reconcile-*.xlsx")
+	if err != nil {
+		return fmt.Errorf("spreadsheet: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := report.WriteXLSX(tmp, res, escalations(open)); err != nil {
+		tmp.Close()
+		return fmt.Errorf("spreadsheet %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func escalations(es []reconcile.Escalation) []report.Escalation {
+	out := make([]report.Escalation, 0, len(es))
+	for _, e := range es {
+		out = append(out, report.Escalation{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, Status: string(e.Status),
+			OpenedAt: e.OpenedAt, PagedAt: e.PagedAt, ResolvedAt: e.ResolvedAt, ResolvedBy: e.ResolvedBy, Note: e.Note})
+	}
+	return out
+}
+
+func (a *app) exportCommand() *cobra.Command {
+	var (
+		runID string
+		out   outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "export --run ID --xlsx FILE",
+		Short: "Write the spreadsheet (or JSON result) of an earlier run",
+		Long: `export writes what an earlier run found, as recorded in the ledger: the discrepancy spreadsheet
+for finance (--xlsx), the JSON result (--json) and the run's metrics. The run's findings are as they were
+recorded; the escalations are those open now.
+
+Example:
+  reconcile export --run rec_20261129T043000Z_1f2e3d --xlsx november-29.xlsx --ledger postgres://reconcile@db/payments`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runID == "" || (out.xlsxPath == "" && out.jsonPath == "" && out.metricsFile == "" && out.metricsPush == "") {
+				return usageError("export needs --run ID and at least one of --xlsx, --json, --metrics-file, --metrics-push")
+			}
+			ctx := cmd.Context()
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			run, err := store.Run(ctx, runID)
+			if errors.Is(err, reconcile.ErrNotFound) {
+				return usageError("no run %q in the ledger", runID)
+			}
+			if err != nil {
+				return err
+			}
+			if run.Status != reconcile.RunSucceeded || len(run.Result) == 0 {
+				return usageError("run %s is %s: it has no result to export", runID, run.Status)
+			}
+			var res report.Result
+			if err := json.Unmarshal(run.Result, &res); err != nil {
+				return fmt.Errorf("run %s: recorded result unreadable: %w", runID, err)
+			}
+			return a.writeOutputs(ctx, store, &out, &res)
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run", "", "the run's id, as the summary and the JSON result name it")
+	out.add(cmd)
+	a.addLedgerFlag(cmd)
+	return cmd
+}
