@@ -79,7 +79,7 @@ type Store interface {
 	ScopeEffects(ctx context.Context, p *LinkParams) ([]reconcile.Effect, error)
 	// RecordFindings writes a run's findings in one transaction: a finding
 	// row for each discrepancy other than confirmed, the state of every
-	// classified effect (confirmed is final), and, for each confirmed
+	// classified effect (final as IsFinal says), and, for each confirmed
 	// effect still attempted, its confirmation with the transaction's id,
 	// conditional on the row still being attempted so that a concurrent
 	// change by the application is never overwritten.

@@ -210,3 +210,24 @@ func testClaimsOfAnEffect(e *env) {
 		e.t.Errorf("ClaimsOf (-want +got):\n%s", diff)
 	}
 }
+
+// A duplicate whose compensations were all made leaves the scope; one whose
+// compensation is still to make stays.
+func testCompensatedDuplicateIsFinal(e *env) {
+	e.record("r:charge:0", chargeReq)
+	e.record("r:charge:1", chargeReq)
+	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
+		e.t.Fatal(err)
+	}
+	dup := func(key string, o reconcile.Outcome) reconcile.Discrepancy {
+		return reconcile.Discrepancy{Class: reconcile.Duplicated, EffectKey: key, Provider: "stripe",
+			Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: key + ":compensate:ch_x", Outcome: o}}}
+	}
+	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_1",
+		Discrepancies: []reconcile.Discrepancy{dup("r:charge:0", reconcile.OutcomeApplied), dup("r:charge:1", reconcile.OutcomeDeferred)}}); err != nil {
+		e.t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:1"}, e.scope(&ledgerdb.LinkParams{})); diff != "" {
+		e.t.Errorf("scope after compensating one duplicate (-want +got):\n%s", diff)
+	}
+}

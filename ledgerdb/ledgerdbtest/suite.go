@@ -82,6 +82,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"ResolveAbandonsAndClosesScope", testResolveAbandonsAndClosesScope},
 		{"StateSinceFollowsClassChanges", testStateSinceFollowsClassChanges},
 		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
+		{"CompensatedDuplicateIsFinal", testCompensatedDuplicateIsFinal},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

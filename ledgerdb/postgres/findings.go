@@ -61,7 +61,7 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			if d.EffectKey == "" {
 				continue
 			}
-			states = append(states, []any{d.EffectKey, string(d.Class), d.Class == reconcile.Confirmed, p.RunID, now, now})
+			states = append(states, []any{d.EffectKey, string(d.Class), ledgerdb.IsFinal(d), p.RunID, now, now})
 			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
 				continue
 			}

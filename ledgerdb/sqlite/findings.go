@@ -99,7 +99,7 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			if d.EffectKey == "" {
 				continue
 			}
-			if _, err := upState.ExecContext(ctx, d.EffectKey, string(d.Class), d.Class == reconcile.Confirmed, p.RunID, now); err != nil {
+			if _, err := upState.ExecContext(ctx, d.EffectKey, string(d.Class), ledgerdb.IsFinal(d), p.RunID, now); err != nil {
 				return err
 			}
 			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
