@@ -74,7 +74,12 @@ func (s *Server) ExportEvents(w io.Writer) error {
 // currency; the sandbox charges no fees. A refund row carries the refunded
 // charge's id and payment metadata, and its own refund metadata. Every
 // metadata key in use gets a column.
-func (s *Server) ExportItemized(w io.Writer) error {
+func (s *Server) ExportItemized(w io.Writer) error { return s.ExportItemizedSince(w, time.Time{}) }
+
+// ExportItemizedSince writes the itemized report of what the sandbox did
+// at or after since: the report of a new period, as a provider sends one
+// each night.
+func (s *Server) ExportItemizedSince(w io.Writer, since time.Time) error {
 	s.mu.Lock()
 	payKeys, refKeys := map[string]bool{"effect_key": true}, map[string]bool{"effect_key": true, "compensates": true}
 	for _, p := range s.payments {
@@ -115,7 +120,9 @@ func (s *Server) ExportItemized(w io.Writer) error {
 		for _, k := range refCols {
 			r = append(r, refundMeta[k])
 		}
-		rows = append(rows, r)
+		if !at.Before(since) {
+			rows = append(rows, r)
+		}
 	}
 	i, j := 0, 0
 	for i < len(s.payments) || j < len(s.refunds) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -182,4 +183,37 @@ func project(evs []*reconcile.Evidence) []seen {
 	}
 	slices.SortStableFunc(out, func(a, b seen) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 	return out
+}
+
+// A report of a new period holds only what happened since its start.
+func TestExportItemizedSinceHoldsOnlyTheNewPeriod(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	s, base := start(t, sandbox.Options{Now: func() time.Time { return now }})
+	first := do(t, "POST", base+"/v1/payment_intents", "run_1:charge:0", charge("1000", "eur", "run_1:charge:0"))
+	now = now.Add(24 * time.Hour)
+	do(t, "POST", base+"/v1/refunds", "r:0", url.Values{"charge": {first.str("latest_charge")}, "metadata[effect_key]": {"r:0"}})
+	do(t, "POST", base+"/v1/payment_intents", "run_1:charge:1", charge("2000", "eur", "run_1:charge:1"))
+	var buf bytes.Buffer
+	if err := s.ExportItemizedSince(&buf, now); err != nil {
+		t.Fatal(err)
+	}
+	var got sink
+	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []reconcile.Kind
+	for _, e := range got.evidence {
+		kinds = append(kinds, e.Kind)
+	}
+	if diff := cmp.Diff([]reconcile.Kind{reconcile.KindCharge, reconcile.KindRefund}, kinds); diff != "" {
+		t.Errorf("the new period's report (-want +got):\n%s\n%s", diff, buf.String())
+	}
+	resp, err := http.Get(base + "/_sandbox/export/itemized?since=" + now.Format(time.RFC3339))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if overHTTP, _ := io.ReadAll(resp.Body); string(overHTTP) != buf.String() {
+		t.Errorf("?since= gives another report:\n%s", overHTTP)
+	}
 }

@@ -78,9 +78,18 @@ func New(opt Options) *Server {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	s.mux.HandleFunc("GET /_sandbox/export/itemized", func(w http.ResponseWriter, r *http.Request) {
+		var since time.Time
+		if v := r.URL.Query().Get("since"); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				http.Error(w, "since: want an RFC 3339 time", http.StatusBadRequest)
+				return
+			}
+			since = t
+		}
 		w.Header().Set("Content-Type", "text/csv")
 		w.Header().Set("Content-Disposition", `attachment; filename="sandbox.itemized.csv"`)
-		s.ExportItemized(w)
+		s.ExportItemizedSince(w, since)
 	})
 	s.mux.HandleFunc("GET /_sandbox/export/events", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
