@@ -173,14 +173,19 @@ type run struct {
 	escalated map[string]*reconcile.Discrepancy // compensations escalated by this run, by key
 }
 
-// skipDone marks the actions an earlier run completed as skipped: they are
-// not made again, and not counted against the blast radius.
+// skipDone marks as skipped the actions an earlier run completed, and the
+// compensations a person resolved: they are not made again, and not counted
+// against the blast radius.
 func (r *run) skipDone(ctx context.Context) error {
+	var comps []string
 	for i := range r.ds {
 		for j := range r.ds[i].Actions {
 			x := &r.ds[i].Actions[j]
 			if x.Kind == reconcile.Escalate {
 				continue
+			}
+			if x.Kind == reconcile.Compensate {
+				comps = append(comps, x.Key)
 			}
 			c, err := r.Store.ClaimOf(ctx, x.Key)
 			if errors.Is(err, reconcile.ErrNotFound) {
@@ -191,6 +196,18 @@ func (r *run) skipDone(ctx context.Context) error {
 			}
 			if c.State == reconcile.ClaimDone {
 				x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, madeID(c.Result), "made by an earlier run"
+			}
+		}
+	}
+	resolved, err := r.Store.EffectStates(ctx, comps)
+	if err != nil {
+		return err
+	}
+	for i := range r.ds {
+		for j := range r.ds[i].Actions {
+			x := &r.ds[i].Actions[j]
+			if st, ok := resolved[x.Key]; ok && st.Class == reconcile.ClassResolved && x.Outcome == reconcile.OutcomePlanned {
+				x.Outcome, x.Note = reconcile.OutcomeSkipped, "resolved by a person"
 			}
 		}
 	}

@@ -10,6 +10,9 @@ import (
 	"reconcile"
 )
 
+// maxListed is how many actions and rejected rows the summary lists.
+const maxListed = 25
+
 // Summary writes the summary for people: inputs, counts and money per class
 // and currency, and the actions.
 func Summary(w io.Writer, r *Result) {
@@ -55,22 +58,52 @@ func Summary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "out of scope: %d effects (no evidence of their kind in these inputs)\n", r.OutOfScope)
 	}
 	var acts []string
+	outcomes := map[reconcile.Outcome]int{}
 	for _, d := range r.Discrepancies {
 		for _, x := range d.Actions {
-			acts = append(acts, fmt.Sprintf("  %-10s %-10s %s", x.Outcome, x.Kind, x.Key))
+			outcomes[x.Outcome]++
+			line := fmt.Sprintf("  %-10s %-10s %s", x.Outcome, x.Kind, x.Key)
+			switch {
+			case x.Made != "":
+				line += " -> " + x.Made
+			case x.Note != "" && x.Outcome != reconcile.OutcomePlanned:
+				line += ": " + truncate(x.Note, 100)
+			}
+			acts = append(acts, line)
 		}
 	}
 	if len(acts) > 0 {
-		fmt.Fprintf(w, "\nactions:\n%s\n", strings.Join(acts, "\n"))
+		var counts []string
+		for _, o := range []reconcile.Outcome{reconcile.OutcomePlanned, reconcile.OutcomeApplied, reconcile.OutcomeSkipped, reconcile.OutcomeDeferred,
+			reconcile.OutcomeEscalated, reconcile.OutcomeSuperseded, reconcile.OutcomeRefused} {
+			if outcomes[o] > 0 {
+				counts = append(counts, fmt.Sprintf("%d %s", outcomes[o], o))
+			}
+		}
+		if len(acts) > maxListed {
+			acts = append(acts[:maxListed], fmt.Sprintf("  ... %d more (see --json or --xlsx)", len(acts)-maxListed))
+		}
+		fmt.Fprintf(w, "\nactions (%s):\n%s\n", strings.Join(counts, ", "), strings.Join(acts, "\n"))
+	}
+	for _, o := range r.Orphans {
+		fmt.Fprintf(w, "\nORPHAN: %s was made by %s (fence %d) after the action moved to %s (fence %d): %s. Check it by hand.\n",
+			o.Key, o.StaleOwner, o.StaleFence, o.CurrentOwner, o.CurrentFence, o.StaleResult)
 	}
 	if len(r.Rejected) > 0 {
 		fmt.Fprintf(w, "\n%d rejected rows (see --json for all):\n", len(r.Rejected))
 		for i, x := range r.Rejected {
-			if i == 10 {
+			if i == maxListed {
 				fmt.Fprintf(w, "  ...\n")
 				break
 			}
 			fmt.Fprintf(w, "  %s:%d: %s\n", x.URI, x.Line, x.Reason)
 		}
 	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }

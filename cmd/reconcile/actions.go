@@ -20,6 +20,7 @@ import (
 // actionFlags are the flags that govern what a run may do: the provider,
 // the pager, leases and the blast-radius limits.
 type actionFlags struct {
+	apiKey          string // from STRIPE_API_KEY, never a flag: secrets stay out of process lists
 	providerURL     string
 	providerTimeout time.Duration
 	pagerURL        string
@@ -34,6 +35,7 @@ type actionFlags struct {
 }
 
 func (f *actionFlags) add(cmd *cobra.Command) {
+	f.apiKey = os.Getenv("STRIPE_API_KEY")
 	fl := cmd.Flags()
 	fl.StringVar(&f.providerURL, "provider-url", envOr("RECONCILE_STRIPE_URL", "https://api.stripe.com"),
 		"base URL of the Stripe-compatible API (env RECONCILE_STRIPE_URL); the key comes from STRIPE_API_KEY")
@@ -101,11 +103,10 @@ func (a *app) applier(f *actionFlags, store ledgerdb.Store, runID string, apply 
 			DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions, MaxRefund: maxRefund, Log: a.log, Crash: crashHook()},
 	}
 	if apply {
-		key := os.Getenv("STRIPE_API_KEY")
-		if key == "" {
+		if f.apiKey == "" {
 			return nil, usageError("--apply needs the provider's API key in STRIPE_API_KEY")
 		}
-		ap.Provider = provider.New(provider.Config{BaseURL: f.providerURL, APIKey: key, Timeout: f.providerTimeout})
+		ap.Provider = provider.New(provider.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout})
 	}
 	return ap, nil
 }

@@ -1,164 +1,277 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"reconcile"
-	"reconcile/fixtures"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/sqlite"
+	"reconcile/provider"
+	"reconcile/provider/sandbox"
 )
+
+// demoOrders is how many orders the demo's shop takes.
+const demoOrders = 300
 
 func (a *app) demoCommand() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Show the ledger's guarantees on an embedded SQLite ledger, in a folder of its own",
-		Long: `demo creates a fresh SQLite ledger in --dir and walks through what the ledger guarantees:
-an effect recorded before its call and confirmed after it, a retry under the same key, a key
-reused with a moved price (refused), and an action whose owner overran its lease (fenced off,
-its late refund reported as an orphan). A simulated clock moves the leases; nothing sleeps.
+		Short: "Watch the whole loop: a shop with faults, reconciliation with repairs, a page, the spreadsheet",
+		Long: `demo runs everything on this machine, in a folder of its own, in a few seconds: the embedded
+SQLite ledger and the Stripe sandbox (in this process).
 
-It then loads a generated day of 500 charges into the ledger, writes the provider's settlement
-report about them (with duplicates, missing and mismatched charges, unexpected money and
-refunds), and runs the reconciliation on it, which prints what it found and the repairs it plans.
+A shop takes ` + fmt.Sprint(demoOrders) + ` orders through the sandbox and records each charge in the ledger, with
+the faults real applications have: crashes between the call and the ledger write, retries, a
+worker that outlived its lease, a provider that forgot a key, a price changed after it was
+recorded, a charge made by hand in the dashboard. The sandbox writes its itemized report and
+webhook dump, and reconcile runs with --apply: it refunds the duplicate charges, redelivers the
+missing ones, and pages (into pages.log) for a refund the provider keeps failing, and for the
+moved price. It writes discrepancies.xlsx for finance. A person resolves the pages; a second
+round on the provider's report of the new period confirms every repair and finds nothing to do.
 
 Example:
-  reconcile demo --dir /tmp/reconcile-demo`,
+  reconcile demo                 # files in ./reconcile-demo
+  reconcile demo --dir /tmp/demo`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.demo(cmd, dir) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.demo(cmd.Context(), dir) },
 	}
-	cmd.Flags().StringVar(&dir, "dir", "reconcile-demo", "folder for the demo's files (its ledger is replaced)")
+	cmd.Flags().StringVar(&dir, "dir", "reconcile-demo", "folder for the demo's files (a previous demo's files there are replaced)")
 	return cmd
 }
 
-func (a *app) demo(cmd *cobra.Command, dir string) error {
-	ctx := cmd.Context()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func (a *app) demo(ctx context.Context, dir string) error {
+	if err := demoFolder(dir); err != nil {
 		return err
 	}
-	path := filepath.Join(dir, "ledger.db")
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	now := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	store, err := sqlite.Open(ctx, path, ledgerdb.Config{Now: clock})
+	out := a.stdout
+	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	sb := sandbox.New(sandbox.Options{})
+	provSrv := httptest.NewServer(sb)
+	defer provSrv.Close()
+	pages := &pageFile{path: filepath.Join(dir, "pages.log")}
+	pagerSrv := httptest.NewServer(pages)
+	defer pagerSrv.Close()
+
+	// The shop's day: its effects are recorded two hours before the
+	// reconciliation, so that the settlement lag (one hour) has passed.
+	ledgerPath := filepath.Join(dir, "ledger.db")
+	dayStart := time.Now().Add(-2 * time.Hour).UTC()
+	store, err := sqlite.Open(ctx, ledgerPath, ledgerdb.Config{Now: func() time.Time { return dayStart }})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	applied, err := store.Migrate(ctx)
-	if err != nil {
+	if _, err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	out := a.stdout
-	step := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
-	fmt.Fprintf(out, "ledger sqlite:%s created (%d migrations applied)\n\n", path, len(applied))
+	s := &shop{store: store, sb: sb, url: provSrv.URL, happened: map[string]int{},
+		client: provider.New(provider.Config{BaseURL: provSrv.URL, APIKey: "sk_test_shop", Timeout: 5 * time.Second})}
+	say("1. A shop takes %d orders through the Stripe sandbox (%s) and records them in the ledger (sqlite:%s).", demoOrders, provSrv.URL, ledgerPath)
+	for i := range demoOrders {
+		if err := s.order(ctx, i); err != nil {
+			return fmt.Errorf("order %d: %w", i, err)
+		}
+	}
+	if _, err := s.charge(ctx, "dashboard:1", 4200, "eur", ""); err != nil {
+		return err
+	}
+	s.happened[faultDashboard]++
+	var faults []string
+	for f, n := range s.happened {
+		faults = append(faults, fmt.Sprintf("   %2d × %s", n, f))
+	}
+	sort.Strings(faults)
+	say("   Along the way the shop\n%s", strings.Join(faults, "\n"))
+	report1, events := filepath.Join(dir, "stripe-day-1.itemized.csv"), filepath.Join(dir, "stripe-events.jsonl")
+	if err := writeExport(report1, sb.ExportItemized); err != nil {
+		return err
+	}
+	if err := writeExport(events, sb.ExportEvents); err != nil {
+		return err
+	}
+	say("   The provider's own account of the day: %s and %s.", report1, events)
 
-	fmt.Fprintln(out, "1. The application records its intent before calling the provider, and confirms after.")
-	key := reconcile.EffectKey("run_8f3c1a", "charge", 0)
-	req := json.RawMessage(`{"amount": 1420000, "currency": "eur", "customer": "acct_5512", "metadata": {"effect_key": "run_8f3c1a:charge:0"}}`)
-	rec, err := store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: req})
+	// The provider fails one refund, whatever is tried: a compensation in doubt.
+	sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: s.inDoubt, Kind: sandbox.FaultError500})
+	round := func(n int, inputs ...string) error {
+		f := &runFlags{lag: time.Hour, apply: true, runLease: true}
+		f.in.stripeTZ = "UTC"
+		f.act = actionFlags{apiKey: "sk_test_reconcile", providerURL: provSrv.URL, providerTimeout: 5 * time.Second, pagerWebhook: pagerSrv.URL,
+			lease: time.Minute, keyTTL: 24 * time.Hour, grace: 0, deferredPage: 72 * time.Hour, maxActions: 1000}
+		f.out.jsonPath = filepath.Join(dir, fmt.Sprintf("round-%d.json", n))
+		if n == 1 {
+			f.out.xlsxPath = filepath.Join(dir, "discrepancies.xlsx")
+		}
+		say("\n   reconcile run --apply --lag 1h --grace 0 --ledger sqlite:%s --json %s %s\n", ledgerPath, f.out.jsonPath, strings.Join(inputs, " "))
+		run := &app{stdout: &indent{w: out}, stderr: a.stderr, log: a.log, ledgerURL: "sqlite:" + ledgerPath}
+		err := run.run(ctx, f, inputs)
+		if err != nil && !needsPersonOnly(err) {
+			return err
+		}
+		return nil
+	}
+	say("\n2. Reconciliation, with --apply: refund the duplicates, redeliver the missing, page for what a person decides.")
+	round1Start := time.Now().UTC()
+	if err := round(1, report1, events); err != nil {
+		return err
+	}
+	say("\n   The pager got (pages.log):\n%s", pages.read())
+	say("\n3. The person on call looks at the escalations, fixes them, and resolves them.")
+	sb.ClearFaults()
+	extraCharge := s.inDoubt[strings.LastIndex(s.inDoubt, ":")+1:]
+	refund, err := s.refundByHand(ctx, s.inDoubt, extraCharge)
 	if err != nil {
 		return err
 	}
-	step("%-22s %s (%s)", key, rec.Effect.Status, "written before the call")
-	eff, err := store.Confirm(ctx, &ledgerdb.ConfirmParams{Key: key, ExternalID: "pi_3PqRdemo", Response: json.RawMessage(`{"id":"pi_3PqRdemo","status":"succeeded"}`)})
-	if err != nil {
-		return err
-	}
-	step("%-22s %s as %s", key, eff.Status, eff.ExternalID)
-
-	fmt.Fprintln(out, "\n2. A resumed run retries under the same key.")
-	reordered := json.RawMessage(`{"metadata": {"effect_key": "run_8f3c1a:charge:0"}, "customer": "acct_5512", "currency": "eur", "amount": 1420000}`)
-	rec, err = store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: reordered})
-	if err != nil {
-		return err
-	}
-	step("same request, fields in another order: existing row returned (created: %v, status %s)", rec.Created, rec.Effect.Status)
-	moved := json.RawMessage(`{"amount": 1450000, "currency": "eur", "customer": "acct_5512", "metadata": {"effect_key": "run_8f3c1a:charge:0"}}`)
-	_, err = store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: moved})
-	if !errors.Is(err, reconcile.ErrKeyReused) {
-		return fmt.Errorf("a moved price was not refused: %v", err)
-	}
-	step("the price moved overnight (14,500.00 instead of 14,200.00): refused, a person reads it")
-
-	fmt.Fprintln(out, "\n3. Two workers and one refund: a lease is not a fence.")
-	action := key + ":compensate:ch_3PqRextra"
-	lease := 2 * time.Minute
-	claimA, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: action, Owner: "worker-a", TTL: lease})
-	if err != nil {
-		return err
-	}
-	step("worker-a claims the refund: %s, fence %d; its provider call hangs", claimA.Outcome, claimA.Claim.Fence)
-	now = now.Add(lease)
-	claimB, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: action, Owner: "worker-b", TTL: lease})
-	if err != nil {
-		return err
-	}
-	step("two minutes later worker-b claims it: %s, fence %d", claimB.Outcome, claimB.Claim.Fence)
-	wb, err := store.Settle(ctx, &ledgerdb.SettleParams{Key: action, Fence: claimB.Claim.Fence, Owner: "worker-b", Success: true, Result: json.RawMessage(`{"refund":"re_B"}`)})
-	if err != nil {
-		return err
-	}
-	step("worker-b refunds re_B and settles with fence %d: %s", claimB.Claim.Fence, wb.Outcome)
-	now = now.Add(40 * time.Second)
-	late, err := store.Settle(ctx, &ledgerdb.SettleParams{Key: action, Fence: claimA.Claim.Fence, Owner: "worker-a", Success: false, Error: "provider timeout"})
-	if err != nil {
-		return err
-	}
-	step("worker-a's call times out; its failure with fence %d: %s (re_B survives)", claimA.Claim.Fence, late.Outcome)
-	again, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: action, Owner: "worker-c", TTL: lease})
-	if err != nil {
-		return err
-	}
-	step("the next retry's claim: %s, so there is no second refund", again.Outcome)
-	orphan, err := store.Settle(ctx, &ledgerdb.SettleParams{Key: action, Fence: claimA.Claim.Fence, Owner: "worker-a", Success: true, Result: json.RawMessage(`{"refund":"re_A"}`)})
-	if err != nil {
-		return err
-	}
-	if orphan.Orphan != nil {
-		step("had worker-a's refund landed after all (re_A), it is %s and reported as orphan #%d beside %s",
-			orphan.Outcome, orphan.Orphan.ID, orphan.Orphan.CurrentResult)
+	person := &app{stdout: &indent{w: out}, stderr: a.stderr, log: a.log}
+	pager := []string{"--pager-webhook", pagerSrv.URL}
+	for _, args := range [][]string{
+		{"escalations"},
+		{"resolve", s.inDoubt, "--as", "compensated", "--note", "refunded by hand in the dashboard: " + refund, "--by", "on-call"},
+		{"resolve", s.moved, "--as", "confirmed", "--note", "the customer accepted the new price", "--by", "on-call"},
+	} {
+		say("\n   reconcile %s", quoteArgs(args))
+		cmd := person.rootCommand()
+		args = append(args, "--ledger", "sqlite:"+ledgerPath)
+		if args[0] == "resolve" {
+			args = append(args, pager...)
+		}
+		cmd.SetArgs(args)
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			return err
+		}
 	}
 
-	fmt.Fprintln(out, "\n4. A day of charges reconciled against the provider's settlement report.")
-	world := fixtures.NewWorld(500, fixtures.DefaultRates, 1)
-	if err := store.LoadEffects(ctx, world.Effects); err != nil {
+	say("\n4. The next day's report from the provider: the refunds and redeliveries, and nothing left to do.")
+	report2 := filepath.Join(dir, "stripe-day-2.itemized.csv")
+	if err := writeExport(report2, func(w io.Writer) error { return sb.ExportItemizedSince(w, round1Start) }); err != nil {
 		return err
 	}
-	report := filepath.Join(dir, "stripe-2026-11-01.itemized.csv")
-	f, err := os.Create(report)
+	if err := round(2, report2); err != nil {
+		return err
+	}
+	say("\nThe demo's files are in %s:", dir)
+	for _, f := range []string{"ledger.db", "stripe-day-1.itemized.csv", "stripe-events.jsonl", "round-1.json", "discrepancies.xlsx",
+		"pages.log", "stripe-day-2.itemized.csv", "round-2.json"} {
+		say("  %s", filepath.Join(dir, f))
+	}
+	say("\nTry:\n  go run ./cmd/reconcile show %s --ledger sqlite:%s\n  go run ./cmd/reconcile escalations --all --ledger sqlite:%s",
+		s.inDoubt, ledgerPath, ledgerPath)
+	return nil
+}
+
+// quoteArgs writes a command line as a shell would read it.
+func quoteArgs(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.ContainsAny(a, " :'") && !strings.HasPrefix(a, "shop_") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// demoFolder makes dir, and removes a previous demo's files from it.
+func demoFolder(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "stripe-day-1.itemized.csv", "stripe-events.jsonl",
+		"stripe-day-2.itemized.csv", "round-1.json", "round-2.json", "discrepancies.xlsx", "pages.log"} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeExport(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := world.WriteItemized(f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	return f.Close()
+}
+
+// pageFile is the demo's pager: a webhook receiver that appends each page
+// to a file.
+type pageFile struct {
+	mu   sync.Mutex
+	path string
+}
+
+func (p *pageFile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.OpenFile(p.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
-	step("the application recorded %d effects; the provider's report has %d lines: %s", len(world.Effects), world.Lines(), report)
-	fmt.Fprintf(out, "  reconcile run --ledger sqlite:%s --lag 3h %s\n\n", path, report)
-	run := &app{stdout: out, stderr: a.stderr, log: a.log, ledgerURL: "sqlite:" + path}
-	rf := &runFlags{lag: 3 * time.Hour}
-	rf.in.stripeTZ = "UTC"
-	err = run.run(ctx, rf, []string{report})
-	if err != nil && !needsPersonOnly(err) {
-		return err
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), body)
+}
+
+func (p *pageFile) read() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.Open(p.path)
+	if err != nil {
+		return "   (none)"
 	}
-	fmt.Fprintf(out, "\nThe demo's files are in %s. The run above only planned its repairs: making them (--apply),\n", dir)
-	fmt.Fprintln(out, "paging a person and the finance spreadsheet come in the next releases.")
-	return nil
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		_, body, _ := strings.Cut(sc.Text(), " ")
+		var page struct {
+			Event      string
+			Escalation struct{ Key, Reason string }
+		}
+		json.Unmarshal([]byte(body), &page)
+		lines = append(lines, fmt.Sprintf("   %-8s %s\n            %s", page.Event, page.Escalation.Key, page.Escalation.Reason))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// indent indents what a nested command prints, so the demo reads as a story.
+type indent struct {
+	w       io.Writer
+	midLine bool
+}
+
+func (in *indent) Write(p []byte) (int, error) {
+	var b strings.Builder
+	for _, c := range string(p) {
+		if !in.midLine && c != '\n' {
+			b.WriteString("   ")
+		}
+		b.WriteRune(c)
+		in.midLine = c != '\n'
+	}
+	if _, err := io.WriteString(in.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
