@@ -71,6 +71,8 @@ type Options struct {
 	MaxActions int
 	MaxRefund  map[string]int64
 	Now        func() time.Time
+	// Progress, when set, is told how many of the run's actions are done.
+	Progress func(done, total int)
 	// Crash, when set, is called at each boundary of an action
 	// ("compensate:claimed", "redeliver:called", "compensate:settled", ...):
 	// the crash tests kill the process there.
@@ -140,12 +142,24 @@ func (a *Applier) Act(ctx context.Context, ds []reconcile.Discrepancy) (*Result,
 	if held, err := r.blastRadius(ctx); err != nil || held {
 		return &Result{Discrepancies: r.ds}, err
 	}
+	total, done := 0, 0
+	for _, d := range r.ds {
+		for _, x := range d.Actions {
+			if x.Outcome == reconcile.OutcomePlanned {
+				total++
+			}
+		}
+	}
 	for i := range r.ds {
 		d := &r.ds[i]
 		for j := range d.Actions {
 			if d.Actions[j].Outcome != reconcile.OutcomePlanned {
 				continue
 			}
+			if a.Progress != nil {
+				a.Progress(done, total)
+			}
+			done++
 			var err error
 			switch d.Actions[j].Kind {
 			case reconcile.Compensate:

@@ -19,6 +19,9 @@ import (
 type Options struct {
 	// Format forces one format for every input; empty detects each one.
 	Format string
+	// Progress, when set, counts the bytes and rows Read has done, for a
+	// progress display.
+	Progress *Progress
 	// StripeLocation is the time zone a Stripe report was run in, for its
 	// local-time columns; nil is UTC.
 	StripeLocation *time.Location

@@ -14,6 +14,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"reconcile"
@@ -71,7 +72,7 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 		return nil, err
 	}
 	defer rc.Close()
-	raw := &hashingReader{r: rc, h: sha256.New()}
+	raw := &hashingReader{r: rc, h: sha256.New(), prog: opt.Progress}
 	in := &Input{URI: src.URI, ETag: src.ETag}
 
 	body := bufio.NewReaderSize(raw, headSize)
@@ -94,7 +95,7 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 	}
 	in.Format = f.Name
 	if len(bytes.TrimSpace(head)) > 0 {
-		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}}
+		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}, prog: opt.Progress}
 		if err := f.Parse(ctx, body, opt, cs); err != nil {
 			if ctx.Err() != nil || cs.sinkErr != nil {
 				return nil, err // not the input's fault
@@ -144,16 +145,33 @@ func choose(uri, name string, head []byte, opt *Options) (Format, error) {
 
 // hashingReader hashes and counts the bytes read through it.
 type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+	r    io.Reader
+	h    hash.Hash
+	n    int64
+	prog *Progress
 }
 
 func (r *hashingReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.h.Write(p[:n])
 	r.n += int64(n)
+	if r.prog != nil {
+		r.prog.Bytes.Add(int64(n))
+	}
 	return n, err
+}
+
+// Progress is what Read has done so far, for a progress display: it is
+// updated as Read goes and may be read from another goroutine.
+type Progress struct {
+	Bytes atomic.Int64 // read from the source, compressed as stored
+	Rows  atomic.Int64 // rows accounted for: evidence, rejected and ignored
+}
+
+func (p *Progress) row() {
+	if p != nil {
+		p.Rows.Add(1)
+	}
 }
 
 type totalKey struct {
@@ -164,6 +182,7 @@ type totalKey struct {
 // countingSink accounts for every row a parser reports, sets provenance,
 // and passes evidence and rejections on.
 type countingSink struct {
+	prog    *Progress
 	in      *Input
 	out     Sink
 	uri     string
@@ -185,6 +204,7 @@ func (s *countingSink) Evidence(e *reconcile.Evidence) error {
 		return s.Reject(e.Line, e.Raw, fmt.Sprintf("date %s is out of range", e.Time.Format(time.RFC3339)))
 	}
 	s.in.Rows++
+	s.prog.row()
 	s.in.Evidence++
 	e.URI = s.uri
 	k := totalKey{e.Amount.Currency, e.Kind}
@@ -200,12 +220,14 @@ func (s *countingSink) Evidence(e *reconcile.Evidence) error {
 
 func (s *countingSink) Reject(line int, raw, reason string) error {
 	s.in.Rows++
+	s.prog.row()
 	s.in.Rejected++
 	return s.pass(s.out.Reject(&reconcile.Rejected{URI: s.uri, Line: line, Reason: reason, Raw: raw}))
 }
 
 func (s *countingSink) Ignore(line int, reason string) error {
 	s.in.Rows++
+	s.prog.row()
 	s.in.Ignored++
 	if s.in.Ignores == nil {
 		s.in.Ignores = map[string]int{}

@@ -62,11 +62,13 @@ Examples:
 			for _, src := range srcs {
 				c := &collectRejected{}
 				var input *ingest.Input
+				stop := a.ingestProgress("reading", src.URI, opt)
 				if check {
 					input, err = ingest.Read(ctx, src, opt, c)
 				} else {
 					input, _, err = persist(ctx, store, src, "", opt, c)
 				}
+				stop()
 				if err != nil {
 					if ctx.Err() != nil {
 						return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -139,7 +140,10 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	// anything, so every new input is read once before any is written.
 	hashes := make([]string, len(srcs))
 	for i, src := range srcs {
-		if hashes[i], err = checkReadable(ctx, store, src, opt); err != nil {
+		stop := a.ingestProgress("checking", src.URI, opt)
+		hashes[i], err = checkReadable(ctx, store, src, opt)
+		stop()
+		if err != nil {
 			return inputFailure(err)
 		}
 	}
@@ -193,7 +197,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	var sourceIDs []int64
 	for i, src := range srcs {
 		c := &collectRejected{}
+		stop := a.ingestProgress("ingesting", src.URI, opt)
 		in, id, err := persist(ctx, store, src, hashes[i], opt, c)
+		stop()
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +259,11 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		EscalateUnexpected: pageFrom})
 	found.Discrepancies = onlyThisRunsUnexpected(found.Discrepancies, evidence)
 	phase("match")
+	var done, total atomic.Int64
+	ap.Progress = func(d, t int) { done.Store(int64(d)); total.Store(int64(t)) }
+	stop := a.showProgress(func() string { return fmt.Sprintf("applying: %d of %d actions", done.Load(), total.Load()) })
 	acted, err := ap.Act(ctx, found.Discrepancies)
+	stop()
 	if err != nil {
 		return nil, err
 	}
@@ -295,6 +305,15 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	res.FinishedAt = time.Now().UTC()
 	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "evidence", len(evidence), "effects", len(effects))
 	return res, nil
+}
+
+// ingestProgress shows the bytes and rows read of one input on a terminal.
+func (a *app) ingestProgress(verb, uri string, opt *ingest.Options) (stop func()) {
+	p := &ingest.Progress{}
+	opt.Progress = p
+	return a.showProgress(func() string {
+		return fmt.Sprintf("%s %s: %s, %d rows", verb, uri, size(p.Bytes.Load()), p.Rows.Load())
+	})
 }
 
 // onlyThisRunsUnexpected drops unexpected transactions that no record of
