@@ -28,9 +28,12 @@ type Escalation struct {
 	Generation int
 	OpenedAt   time.Time
 	PagedAt    time.Time // zero until the pager took it
-	ResolvedAt time.Time
-	ResolvedBy string
-	Note       string
+	// AcknowledgedAt and AcknowledgedBy say who took it in hand, and when.
+	AcknowledgedAt time.Time
+	AcknowledgedBy string
+	ResolvedAt     time.Time
+	ResolvedBy     string
+	Note           string
 }
 
 // Resolution is how a person closed an effect: what they decided and why.

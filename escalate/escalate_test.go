@@ -143,7 +143,7 @@ func TestFailedPageIsRetriedByTheNextRun(t *testing.T) {
 	})
 }
 
-func TestResolveClosesThePage(t *testing.T) {
+func TestAcknowledgeAndResolveReachThePage(t *testing.T) {
 	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
 		r := newReceiver(t)
 		store := l.Open(t, nil)
@@ -156,6 +156,13 @@ func TestResolveClosesThePage(t *testing.T) {
 		if _, err := rs.Raise(ctx, params("rec_1")); err != nil {
 			t.Fatal(err)
 		}
+		acked, err := store.Acknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: params("").Key, By: "ana"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.Acknowledged(ctx, acked); err != nil {
+			t.Fatal(err)
+		}
 		res, err := store.Resolve(ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
 		if err != nil {
 			t.Fatal(err)
@@ -164,8 +171,9 @@ func TestResolveClosesThePage(t *testing.T) {
 			t.Fatal(err)
 		}
 		events := r.got()
-		if len(events) != 2 || events[1]["event_action"] != "resolve" || events[1]["dedup_key"] != params("").Key {
-			t.Errorf("events = %v, want a trigger then a resolve with the same dedup key", events)
+		if len(events) != 3 || events[1]["event_action"] != "acknowledge" || events[2]["event_action"] != "resolve" ||
+			events[1]["dedup_key"] != params("").Key || events[2]["dedup_key"] != params("").Key {
+			t.Errorf("events = %v, want a trigger, an acknowledge and a resolve with the same dedup key", events)
 		}
 	})
 }

@@ -21,6 +21,8 @@ import (
 type Pager interface {
 	// Trigger pages a person about e. The page's dedup key is e.Key.
 	Trigger(ctx context.Context, e *reconcile.Escalation) error
+	// Acknowledge tells the pager that someone took e in hand.
+	Acknowledge(ctx context.Context, e *reconcile.Escalation) error
 	// Resolve tells the pager that e was resolved.
 	Resolve(ctx context.Context, e *reconcile.Escalation) error
 }
@@ -37,7 +39,7 @@ type PagerDuty struct {
 // event is a PagerDuty Events API v2 event.
 type event struct {
 	RoutingKey  string        `json:"routing_key"`
-	EventAction string        `json:"event_action"` // trigger | resolve
+	EventAction string        `json:"event_action"` // trigger | acknowledge | resolve
 	DedupKey    string        `json:"dedup_key"`
 	Payload     *eventPayload `json:"payload,omitempty"`
 }
@@ -67,6 +69,11 @@ func (p *PagerDuty) Trigger(ctx context.Context, e *reconcile.Escalation) error 
 	}})
 }
 
+// Acknowledge implements Pager.
+func (p *PagerDuty) Acknowledge(ctx context.Context, e *reconcile.Escalation) error {
+	return p.send(ctx, &event{RoutingKey: p.RoutingKey, EventAction: "acknowledge", DedupKey: e.Key})
+}
+
 // Resolve implements Pager.
 func (p *PagerDuty) Resolve(ctx context.Context, e *reconcile.Escalation) error {
 	return p.send(ctx, &event{RoutingKey: p.RoutingKey, EventAction: "resolve", DedupKey: e.Key})
@@ -76,7 +83,7 @@ func (p *PagerDuty) send(ctx context.Context, ev *event) error {
 	return postJSON(ctx, p.Client, p.URL, ev)
 }
 
-// Webhook posts each page as JSON to a URL: {"event": "trigger"|"resolve",
+// Webhook posts each page as JSON to a URL: {"event": "trigger"|"acknowledge"|"resolve",
 // "escalation": {...}}, for chat rooms and in-house tools.
 type Webhook struct {
 	URL    string
@@ -110,6 +117,11 @@ func (w *Webhook) Trigger(ctx context.Context, e *reconcile.Escalation) error {
 	return postJSON(ctx, w.Client, w.URL, &webhookBody{Event: "trigger", Escalation: view(e)})
 }
 
+// Acknowledge implements Pager.
+func (w *Webhook) Acknowledge(ctx context.Context, e *reconcile.Escalation) error {
+	return postJSON(ctx, w.Client, w.URL, &webhookBody{Event: "acknowledge", Escalation: view(e)})
+}
+
 // Resolve implements Pager.
 func (w *Webhook) Resolve(ctx context.Context, e *reconcile.Escalation) error {
 	return postJSON(ctx, w.Client, w.URL, &webhookBody{Event: "resolve", Escalation: view(e)})
@@ -124,6 +136,11 @@ type Log struct {
 
 // Trigger implements Pager.
 func (l *Log) Trigger(_ context.Context, e *reconcile.Escalation) error { return l.write("trigger", e) }
+
+// Acknowledge implements Pager.
+func (l *Log) Acknowledge(_ context.Context, e *reconcile.Escalation) error {
+	return l.write("acknowledge", e)
+}
 
 // Resolve implements Pager.
 func (l *Log) Resolve(_ context.Context, e *reconcile.Escalation) error { return l.write("resolve", e) }

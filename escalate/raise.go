@@ -80,6 +80,14 @@ func (r *Raiser) Raise(ctx context.Context, p *ledgerdb.EscalateParams) (*reconc
 	return esc, nil
 }
 
+// Acknowledged tells the pager that someone took a paged escalation in hand.
+func (r *Raiser) Acknowledged(ctx context.Context, e *reconcile.Escalation) error {
+	if e.PagedAt.IsZero() {
+		return nil
+	}
+	return r.Pager.Acknowledge(ctx, e)
+}
+
 // Resolved tells the pager that escalations were resolved. Every one is
 // tried; the errors are joined.
 func (r *Raiser) Resolved(ctx context.Context, closed []reconcile.Escalation) error {

@@ -79,3 +79,11 @@ func IsFinal(d *reconcile.Discrepancy) bool {
 	}
 	return false
 }
+
+// Acknowledged is Acknowledge's answer when the escalation was not open.
+func Acknowledged(e *reconcile.Escalation) (*reconcile.Escalation, error) {
+	if e.Status == reconcile.EscalationAcknowledged {
+		return e, nil
+	}
+	return nil, fmt.Errorf("escalation %s: %w: it is %s", e.Key, reconcile.ErrInvalidTransition, e.Status)
+}

@@ -102,6 +102,10 @@ type Store interface {
 	// and the effects it compensates through (Subject), or all not resolved
 	// (Open), or all.
 	Escalations(ctx context.Context, p *EscalationsParams) ([]reconcile.Escalation, error)
+	// Acknowledge marks an open escalation as taken in hand by someone. An
+	// acknowledged one is returned as it is; a resolved one fails with
+	// reconcile.ErrInvalidTransition, an unknown key with ErrNotFound.
+	Acknowledge(ctx context.Context, p *AcknowledgeParams) (*reconcile.Escalation, error)
 	// Resolve records a person's decision on an effect in one transaction:
 	// the resolution, the effect's state (final), an attempted effect
 	// abandoned or confirmed as decided, and every escalation about it
@@ -265,6 +269,12 @@ type EscalateResult struct {
 type MarkPagedParams struct {
 	Key        string
 	Generation int
+}
+
+// AcknowledgeParams take an escalation in hand.
+type AcknowledgeParams struct {
+	Key string
+	By  string
 }
 
 // EscalationsParams filter Escalations.

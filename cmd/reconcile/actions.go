@@ -40,10 +40,7 @@ func (f *actionFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.providerURL, "provider-url", envOr("RECONCILE_STRIPE_URL", "https://api.stripe.com"),
 		"base URL of the Stripe-compatible API (env RECONCILE_STRIPE_URL); the key comes from STRIPE_API_KEY")
 	fl.DurationVar(&f.providerTimeout, "provider-timeout", 30*time.Second, "timeout of one provider call; a call that times out is in doubt, never failed")
-	fl.StringVar(&f.pagerURL, "pager-url", os.Getenv("RECONCILE_PAGER_URL"),
-		"PagerDuty Events API v2 endpoint, e.g. https://events.pagerduty.com/v2/enqueue (env RECONCILE_PAGER_URL); routing key from RECONCILE_PAGER_ROUTING_KEY")
-	fl.StringVar(&f.pagerWebhook, "pager-webhook", os.Getenv("RECONCILE_PAGER_WEBHOOK"),
-		"URL that gets each page as a JSON POST instead (env RECONCILE_PAGER_WEBHOOK); with no pager, pages are logged on stderr")
+	f.addPager(cmd)
 	fl.DurationVar(&f.lease, "lease", 5*time.Minute, "how long an action's claim, and the run lease, last before another run may take them over; must outlast --provider-timeout")
 	fl.DurationVar(&f.keyTTL, "key-ttl", 24*time.Hour, "how long the provider keeps idempotency keys: older missing effects are looked up before redelivery")
 	fl.DurationVar(&f.grace, "grace", time.Hour, "how long a compensation may stay in doubt before a person is paged")
@@ -51,6 +48,15 @@ func (f *actionFlags) add(cmd *cobra.Command) {
 	fl.IntVar(&f.maxActions, "max-actions", 1000, "above this many refunds and redeliveries in one run, make none and page (negative: no limit)")
 	fl.StringArrayVar(&f.maxRefund, "max-refund", nil, "above this refund total in a currency, make no action and page, as CUR=AMOUNT, e.g. EUR=5000.00 (repeatable)")
 	fl.StringArrayVar(&f.pageUnexpected, "page-unexpected", nil, "page for unexpected money of at least CUR=AMOUNT, e.g. EUR=1000.00 (repeatable)")
+}
+
+// addPager adds the flags that choose the pager.
+func (f *actionFlags) addPager(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.pagerURL, "pager-url", os.Getenv("RECONCILE_PAGER_URL"),
+		"PagerDuty Events API v2 endpoint, e.g. https://events.pagerduty.com/v2/enqueue (env RECONCILE_PAGER_URL); routing key from RECONCILE_PAGER_ROUTING_KEY")
+	fl.StringVar(&f.pagerWebhook, "pager-webhook", os.Getenv("RECONCILE_PAGER_WEBHOOK"),
+		"URL that gets each page as a JSON POST instead (env RECONCILE_PAGER_WEBHOOK); with no pager, pages are logged on stderr")
 }
 
 func envOr(name, def string) string {

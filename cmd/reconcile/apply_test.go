@@ -435,7 +435,14 @@ func TestOnCallFindsShowsAndResolvesAnEscalation(t *testing.T) {
 	if code != 0 || !strings.Contains(out, comp) || !strings.Contains(out, "duplicated") {
 		t.Errorf("show %s does not name its compensation and finding:\n%s", w.dups[0], out)
 	}
-	code, out, errOut := reconcileCmd(t, "resolve", comp, "--as", "compensated", "--note", "refunded by hand", "--by", "ana",
+	code, out, errOut := reconcileCmd(t, "escalations", "--ack", comp+":escalate:escalated", "--by", "ana", "--ledger", l.URL, "--pager-webhook", hook.URL)
+	if code != 0 || !strings.Contains(out, "acknowledged by ana") || pages[len(pages)-1] != "acknowledge "+comp+":escalate:escalated" {
+		t.Errorf("escalations --ack = %d, %q, %q; pages %v", code, out, errOut, pages)
+	}
+	if _, out, _ := reconcileCmd(t, "escalations", "--ledger", l.URL); !strings.Contains(out, "acknowledged by ana") {
+		t.Errorf("the acknowledged escalation is not listed as such:\n%s", out)
+	}
+	code, out, errOut = reconcileCmd(t, "resolve", comp, "--as", "compensated", "--note", "refunded by hand", "--by", "ana",
 		"--ledger", l.URL, "--pager-webhook", hook.URL)
 	if code != 0 || !strings.Contains(out, "closed escalation "+comp+":escalate:escalated") {
 		t.Fatalf("resolve = %d, %q, %q", code, out, errOut)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -179,24 +178,33 @@ func printEscalations(tw io.Writer, es []reconcile.Escalation) {
 	fmt.Fprintln(tw, "  OPENED\tSTATUS\tCLASS\tSUBJECT\tPAGED\tREASON\t")
 	for _, e := range es {
 		status := string(e.Status)
-		if e.Status == reconcile.EscalationResolved {
+		switch e.Status {
+		case reconcile.EscalationResolved:
 			status += " by " + e.ResolvedBy
+		case reconcile.EscalationAcknowledged:
+			status += " by " + e.AcknowledgedBy
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), status, e.Class, e.Subject, stamp(e.PagedAt), e.Reason)
 	}
 }
 
 func (a *app) escalationsCommand() *cobra.Command {
-	var all, asJSON bool
+	var (
+		all, asJSON bool
+		ack, by     string
+		pager       actionFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "escalations",
 		Short: "List the escalations a person has to look at",
 		Long: `escalations lists what the job handed to a person and is not resolved yet: compensations in
 doubt, mismatched effects, refused actions, unexpected money above the threshold, runs held back
-by the blast-radius limits. Close one with ` + "`reconcile resolve`" + `.
+by the blast-radius limits. --ack KEY records that you took one in hand (and acknowledges the
+page); close it with ` + "`reconcile resolve`" + `.
 
 Example:
   reconcile escalations --ledger postgres://reconcile@db/payments
+  reconcile escalations --ack run_8f3c1a:charge:0:escalate:mismatched --by ana
   reconcile escalations --all --json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -206,6 +214,17 @@ Example:
 				return err
 			}
 			defer store.Close()
+			if ack != "" {
+				e, err := store.Acknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: ack, By: by})
+				if errors.Is(err, reconcile.ErrNotFound) || errors.Is(err, reconcile.ErrInvalidTransition) {
+					return usageError("--ack %s: %v", ack, err)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", e.Key, e.AcknowledgedBy, stamp(e.AcknowledgedAt))
+				return (&escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}).Acknowledged(ctx, e)
+			}
 			es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
 			if err != nil {
 				return err
@@ -225,8 +244,12 @@ Example:
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "list resolved escalations too")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fl := cmd.Flags()
+	fl.BoolVar(&all, "all", false, "list resolved escalations too")
+	fl.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fl.StringVar(&ack, "ack", "", "acknowledge the escalation with this key instead of listing")
+	fl.StringVar(&by, "by", envOr("USER", "unknown"), "who acknowledges (default $USER)")
+	pager.addPager(cmd)
 	a.addLedgerFlag(cmd)
 	return cmd
 }
@@ -283,8 +306,7 @@ Example:
 	fl.StringVar(&note, "note", "", "what was decided and why (required)")
 	fl.StringVar(&by, "by", envOr("USER", "unknown"), "who decided (default $USER)")
 	fl.StringVar(&extID, "external-id", "", "with --as confirmed: the provider's id, to confirm an attempted effect with")
-	fl.StringVar(&pager.pagerURL, "pager-url", os.Getenv("RECONCILE_PAGER_URL"), "PagerDuty Events API v2 endpoint, to resolve the incidents (env RECONCILE_PAGER_URL; routing key from RECONCILE_PAGER_ROUTING_KEY)")
-	fl.StringVar(&pager.pagerWebhook, "pager-webhook", os.Getenv("RECONCILE_PAGER_WEBHOOK"), "webhook that got the pages (env RECONCILE_PAGER_WEBHOOK)")
+	pager.addPager(cmd)
 	a.addLedgerFlag(cmd)
 	return cmd
 }

@@ -231,3 +231,37 @@ func testCompensatedDuplicateIsFinal(e *env) {
 		e.t.Errorf("scope after compensating one duplicate (-want +got):\n%s", diff)
 	}
 }
+
+// An escalation is acknowledged once, stays open to Escalate, and cannot be
+// acknowledged once resolved.
+func testAcknowledgeEscalation(e *env) {
+	e.record("r:charge:0", chargeReq)
+	p := &ledgerdb.EscalateParams{Key: "r:charge:0:escalate:mismatched", Subject: "r:charge:0", Class: reconcile.Mismatched, Reason: "moved", RunID: "rec_1"}
+	if _, err := e.store.Escalate(e.ctx, p); err != nil {
+		e.t.Fatal(err)
+	}
+	ack := &ledgerdb.AcknowledgeParams{Key: p.Key, By: "ana"}
+	got, err := e.store.Acknowledge(e.ctx, ack)
+	if err != nil || got.Status != reconcile.EscalationAcknowledged || got.AcknowledgedBy != "ana" || !got.AcknowledgedAt.Equal(e.clock.Now()) {
+		e.t.Fatalf("Acknowledge = %+v, %v; want acknowledged by ana now", got, err)
+	}
+	e.clock.Advance(Lease)
+	if again, err := e.store.Acknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: p.Key, By: "bo"}); err != nil || again.AcknowledgedBy != "ana" {
+		e.t.Errorf("second Acknowledge = %+v, %v; want the first one kept", again, err)
+	}
+	if r, err := e.store.Escalate(e.ctx, p); err != nil || r.Opened || r.Escalation.Status != reconcile.EscalationAcknowledged {
+		e.t.Errorf("Escalate of an acknowledged escalation = %+v, %v; want it as it is", r, err)
+	}
+	if open, _ := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 1 {
+		e.t.Errorf("an acknowledged escalation is not listed as open: %+v", open)
+	}
+	if _, err := e.store.Resolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedConfirmed, Note: "ok", By: "ana"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.Acknowledge(e.ctx, ack); !errors.Is(err, reconcile.ErrInvalidTransition) {
+		e.t.Errorf("Acknowledge of a resolved escalation: err = %v, want ErrInvalidTransition", err)
+	}
+	if _, err := e.store.Acknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: "nope"}); !errors.Is(err, reconcile.ErrNotFound) {
+		e.t.Errorf("Acknowledge of an unknown key: err = %v, want ErrNotFound", err)
+	}
+}

@@ -83,6 +83,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"StateSinceFollowsClassChanges", testStateSinceFollowsClassChanges},
 		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
 		{"CompensatedDuplicateIsFinal", testCompensatedDuplicateIsFinal},
+		{"AcknowledgeEscalation", testAcknowledgeEscalation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

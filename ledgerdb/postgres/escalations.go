@@ -13,17 +13,17 @@ import (
 	"reconcile/ledgerdb"
 )
 
-const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note`
+const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note, acknowledged_at, acknowledged_by`
 
 func scanEscalation(row pgx.Row) (*reconcile.Escalation, error) {
 	var (
-		e                reconcile.Escalation
-		class, status    string
-		paged, resolved  *time.Time
-		resolvedBy, note *string
+		e                      reconcile.Escalation
+		class, status          string
+		paged, resolved, acked *time.Time
+		resolvedBy, note, by   *string
 	)
 	if err := row.Scan(&e.Key, &e.Subject, &class, &e.Reason, &e.RunID, &status, &e.Generation, &e.OpenedAt, &paged, &resolved,
-		&resolvedBy, &note); err != nil {
+		&resolvedBy, &note, &acked, &by); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, reconcile.ErrNotFound
 		}
@@ -43,6 +43,12 @@ func scanEscalation(row pgx.Row) (*reconcile.Escalation, error) {
 	if note != nil {
 		e.Note = *note
 	}
+	if acked != nil {
+		e.AcknowledgedAt = acked.UTC()
+	}
+	if by != nil {
+		e.AcknowledgedBy = *by
+	}
 	return &e, nil
 }
 
@@ -54,7 +60,8 @@ func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledg
 		VALUES ($1, $2, $3, $4, $5, 'open', 1, $6)
 		ON CONFLICT (key) DO UPDATE
 		SET status = 'open', generation = escalation.generation + 1, reason = EXCLUDED.reason, run_id = EXCLUDED.run_id,
-		    opened_at = EXCLUDED.opened_at, paged_at = NULL, resolved_at = NULL, resolved_by = NULL, note = NULL
+		    opened_at = EXCLUDED.opened_at, paged_at = NULL, resolved_at = NULL, resolved_by = NULL, note = NULL,
+		    acknowledged_at = NULL, acknowledged_by = NULL
 		WHERE escalation.status = 'resolved'
 		RETURNING `+escalationCols, p.Key, p.Subject, string(p.Class), p.Reason, p.RunID, s.now()))
 	if err == nil {
@@ -67,6 +74,19 @@ func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledg
 		return nil, fmt.Errorf("escalate %s: %w", p.Key, err)
 	}
 	return &ledgerdb.EscalateResult{Escalation: *e}, nil
+}
+
+// Acknowledge implements ledgerdb.Store.
+func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
+	e, err := scanEscalation(s.pool.QueryRow(ctx, `UPDATE escalation SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3
+		WHERE key = $1 AND status = 'open' RETURNING `+escalationCols, p.Key, s.now(), p.By))
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return e, err
+	}
+	if e, err = scanEscalation(s.pool.QueryRow(ctx, `SELECT `+escalationCols+` FROM escalation WHERE key = $1`, p.Key)); err != nil {
+		return nil, fmt.Errorf("acknowledge %s: %w", p.Key, err)
+	}
+	return ledgerdb.Acknowledged(e)
 }
 
 // MarkPaged implements ledgerdb.Store.

@@ -10,7 +10,7 @@ import (
 	"reconcile/ledgerdb"
 )
 
-const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note`
+const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note, acknowledged_at, acknowledged_by`
 
 // childOf is the SQL condition "col is key or a key derived from it"
 // (key:...), with key as the parameter ?n. ':' sorts just before ';' in
@@ -21,19 +21,19 @@ func childOf(col, n string) string {
 
 func scanEscalation(row scanner) (*reconcile.Escalation, error) {
 	var (
-		e                                 reconcile.Escalation
-		class, status, opened             string
-		paged, resolved, resolvedBy, note sql.NullString
+		e                                            reconcile.Escalation
+		class, status, opened                        string
+		paged, resolved, resolvedBy, note, acked, by sql.NullString
 	)
 	if err := row.Scan(&e.Key, &e.Subject, &class, &e.Reason, &e.RunID, &status, &e.Generation, &opened, &paged, &resolved,
-		&resolvedBy, &note); err != nil {
+		&resolvedBy, &note, &acked, &by); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, reconcile.ErrNotFound
 		}
 		return nil, err
 	}
 	e.Class, e.Status = reconcile.Class(class), reconcile.EscalationStatus(status)
-	e.ResolvedBy, e.Note = resolvedBy.String, note.String
+	e.ResolvedBy, e.Note, e.AcknowledgedBy = resolvedBy.String, note.String, by.String
 	var err error
 	if e.OpenedAt, err = parseTS(sql.NullString{String: opened, Valid: true}); err != nil {
 		return nil, err
@@ -42,6 +42,9 @@ func scanEscalation(row scanner) (*reconcile.Escalation, error) {
 		return nil, err
 	}
 	if e.ResolvedAt, err = parseTS(resolved); err != nil {
+		return nil, err
+	}
+	if e.AcknowledgedAt, err = parseTS(acked); err != nil {
 		return nil, err
 	}
 	return &e, nil
@@ -57,7 +60,8 @@ func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledg
 			VALUES (?, ?, ?, ?, ?, 'open', 1, ?)
 			ON CONFLICT (key) DO UPDATE
 			SET status = 'open', generation = escalation.generation + 1, reason = excluded.reason, run_id = excluded.run_id,
-			    opened_at = excluded.opened_at, paged_at = NULL, resolved_at = NULL, resolved_by = NULL, note = NULL
+			    opened_at = excluded.opened_at, paged_at = NULL, resolved_at = NULL, resolved_by = NULL, note = NULL,
+			    acknowledged_at = NULL, acknowledged_by = NULL
 			WHERE escalation.status = 'resolved'
 			RETURNING `+escalationCols, p.Key, p.Subject, string(p.Class), p.Reason, p.RunID, ts(s.now())))
 		if err == nil {
@@ -77,6 +81,28 @@ func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledg
 		return nil, fmt.Errorf("escalate %s: %w", p.Key, err)
 	}
 	return res, nil
+}
+
+// Acknowledge implements ledgerdb.Store.
+func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
+	var out *reconcile.Escalation
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		e, err := scanEscalation(tx.QueryRowContext(ctx, `UPDATE escalation SET status = 'acknowledged', acknowledged_at = ?, acknowledged_by = ?
+			WHERE key = ? AND status = 'open' RETURNING `+escalationCols, ts(s.now()), p.By, p.Key))
+		if !errors.Is(err, reconcile.ErrNotFound) {
+			out = e
+			return err
+		}
+		if e, err = scanEscalation(tx.QueryRowContext(ctx, `SELECT `+escalationCols+` FROM escalation WHERE key = ?`, p.Key)); err != nil {
+			return err
+		}
+		out, err = ledgerdb.Acknowledged(e)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acknowledge %s: %w", p.Key, err)
+	}
+	return out, nil
 }
 
 // MarkPaged implements ledgerdb.Store.
