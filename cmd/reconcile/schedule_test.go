@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -45,24 +44,32 @@ func slotsRun(t *testing.T, url string) []string {
 	return slots
 }
 
-// Two schedulers on one PostgreSQL ledger, on a every-second spec, make
-// exactly one run per slot.
+// Two scheduler processes on one PostgreSQL ledger, on an every-second
+// spec, make exactly one run per slot.
 func TestTwoSchedulersMakeOneRunPerSlot(t *testing.T) {
 	t.Parallel()
 	l := ledgertest.New(t, "postgres")
 	report := writeFile(t, "s.itemized.csv", settlement)
-	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
-	defer cancel()
-	var wg sync.WaitGroup
+	var procs []*exec.Cmd
+	var logs []*bytes.Buffer
 	for range 2 {
-		wg.Go(func() {
-			var out, errOut bytes.Buffer
-			if code := Main(ctx, []string{"schedule", "--cron", "* * * * * *", "--ledger", l.URL, report}, &out, &errOut); code != 0 {
-				t.Errorf("schedule exited %d: %s", code, errOut.String())
-			}
-		})
+		// Without the run lease, only the slot claims keep the replicas apart.
+		cmd := exec.Command(os.Args[0], "schedule", "--cron", "* * * * * *", "--run-lease=false", "--ledger", l.URL, report)
+		cmd.Env = append(os.Environ(), mainEnv+"=1")
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs, logs = append(procs, cmd), append(logs, &errOut)
 	}
-	wg.Wait()
+	time.Sleep(3500 * time.Millisecond)
+	for i, cmd := range procs {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("scheduler %d: %v\n%s", i, err, logs[i])
+		}
+	}
 	slots := slotsRun(t, l.URL)
 	seen := map[string]bool{}
 	for _, s := range slots {
@@ -72,7 +79,7 @@ func TestTwoSchedulersMakeOneRunPerSlot(t *testing.T) {
 		seen[s] = true
 	}
 	if len(slots) < 2 {
-		t.Errorf("%d runs in 3.5 s of an every-second schedule, want at least 2", len(slots))
+		t.Errorf("%d runs in 3.5 s of an every-second schedule, want at least 2\n%s\n%s", len(slots), logs[0], logs[1])
 	}
 }
 
