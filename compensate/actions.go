@@ -170,7 +170,7 @@ func (r *run) release(ctx context.Context, c *reconcile.Claim, x *reconcile.Acti
 func done(c *reconcile.ClaimResult, x *reconcile.Action) bool {
 	switch c.Outcome {
 	case reconcile.Done:
-		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, madeID(c.Claim.Result), "made by an earlier run"
+		fromEarlierRun(x, c.Claim.Result)
 		return true
 	case reconcile.InFlight:
 		x.Outcome, x.Note = reconcile.OutcomeDeferred, "another run is making it now ("+c.Claim.Owner+")"

@@ -187,19 +187,32 @@ type run struct {
 	escalated map[string]*reconcile.Discrepancy // compensations escalated by this run, by key
 }
 
-// skipDone marks as skipped the actions an earlier run completed, and the
-// compensations a person resolved: they are not made again, and not counted
-// against the blast radius.
+// skipDone settles the outcome of the actions there is nothing to do for:
+// the compensations a person resolved, and the actions an earlier run
+// completed. They are not made again, and not counted against the blast
+// radius.
 func (r *run) skipDone(ctx context.Context) error {
 	var comps []string
+	for _, d := range r.ds {
+		for _, x := range d.Actions {
+			if x.Kind == reconcile.Compensate {
+				comps = append(comps, x.Key)
+			}
+		}
+	}
+	states, err := r.Store.EffectStates(ctx, comps)
+	if err != nil {
+		return err
+	}
 	for i := range r.ds {
 		for j := range r.ds[i].Actions {
 			x := &r.ds[i].Actions[j]
 			if x.Kind == reconcile.Escalate {
 				continue
 			}
-			if x.Kind == reconcile.Compensate {
-				comps = append(comps, x.Key)
+			if st, ok := states[x.Key]; ok && st.Class == reconcile.ClassResolved {
+				x.Outcome, x.Note = reconcile.OutcomeSkipped, "resolved by a person"
+				continue
 			}
 			c, err := r.Store.ClaimOf(ctx, x.Key)
 			if errors.Is(err, reconcile.ErrNotFound) {
@@ -209,19 +222,7 @@ func (r *run) skipDone(ctx context.Context) error {
 				return err
 			}
 			if c.State == reconcile.ClaimDone {
-				x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, madeID(c.Result), "made by an earlier run"
-			}
-		}
-	}
-	resolved, err := r.Store.EffectStates(ctx, comps)
-	if err != nil {
-		return err
-	}
-	for i := range r.ds {
-		for j := range r.ds[i].Actions {
-			x := &r.ds[i].Actions[j]
-			if st, ok := resolved[x.Key]; ok && st.Class == reconcile.ClassResolved && x.Outcome == reconcile.OutcomePlanned {
-				x.Outcome, x.Note = reconcile.OutcomeSkipped, "resolved by a person"
+				fromEarlierRun(x, c.Result)
 			}
 		}
 	}
@@ -298,11 +299,14 @@ func (r *run) claim(ctx context.Context, key string, row *ledgerdb.RecordParams)
 func (r *run) settle(ctx context.Context, c *reconcile.Claim, x *reconcile.Action, made *reconcile.Made, confirmKey string, failure string) error {
 	ctx = context.WithoutCancel(ctx) // the provider answered: record it even when the run is being stopped
 	p := &ledgerdb.SettleParams{Key: c.Key, Fence: c.Fence, Owner: r.Owner, Success: failure == "", Error: failure}
-	if made != nil {
-		p.Result, _ = json.Marshal(map[string]string{"id": made.ID, "charge": made.ChargeID, "status": made.Status})
+	switch {
+	case made != nil:
+		p.Result, _ = json.Marshal(&settled{ID: made.ID, Charge: made.ChargeID, Status: made.Status})
 		if confirmKey != "" {
 			p.Confirm = &ledgerdb.ConfirmParams{Key: confirmKey, ExternalID: made.ID, Response: made.Response}
 		}
+	case failure == "": // closed without a result: refused, or a person decides
+		p.Result, _ = json.Marshal(&settled{Outcome: x.Outcome, Note: x.Note})
 	}
 	w, err := r.Store.Settle(ctx, p)
 	if err != nil {
@@ -322,9 +326,24 @@ func (r *run) settle(ctx context.Context, c *reconcile.Claim, x *reconcile.Actio
 	return nil
 }
 
-// madeID is the id an action's settled result names.
-func madeID(result json.RawMessage) string {
-	var v struct{ ID string }
-	json.Unmarshal(result, &v)
-	return v.ID
+// settled is what a completed claim records: what the provider made, or
+// why the action was closed without making anything.
+type settled struct {
+	ID      string            `json:"id,omitempty"`
+	Charge  string            `json:"charge,omitempty"`
+	Status  string            `json:"status,omitempty"`
+	Outcome reconcile.Outcome `json:"outcome,omitempty"` // refused or escalated, when closed without a result
+	Note    string            `json:"note,omitempty"`
+}
+
+// fromEarlierRun gives an action that an earlier run completed the outcome
+// that run settled it with: made (skipped now), or refused or escalated.
+func fromEarlierRun(x *reconcile.Action, result json.RawMessage) {
+	var s settled
+	json.Unmarshal(result, &s)
+	if s.Outcome == reconcile.OutcomeRefused || s.Outcome == reconcile.OutcomeEscalated {
+		x.Outcome, x.Note = s.Outcome, "closed by an earlier run: "+s.Note
+		return
+	}
+	x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, s.ID, "made by an earlier run"
 }
