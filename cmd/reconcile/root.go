@@ -79,8 +79,18 @@ own account (settlement files, reports, webhook dumps) and classifies every effe
 duplicated (compensate the extras), missing (redeliver under the original key), or in doubt
 (page a human).
 
-Environment:
-  RECONCILE_LEDGER   ledger URL when --ledger is not given (postgres://..., sqlite:PATH)`,
+Start with ` + "`reconcile demo`" + `, which shows the whole loop in a few seconds.
+
+Environment (each is the fallback of a flag; secrets are only read from the environment):
+  RECONCILE_LEDGER             --ledger: postgres://... or sqlite:PATH (default: the embedded SQLite file)
+  STRIPE_API_KEY               the provider's API key, for --apply (never printed)
+  RECONCILE_STRIPE_URL         --provider-url
+  RECONCILE_PAGER_URL          --pager-url (PagerDuty Events API v2)
+  RECONCILE_PAGER_ROUTING_KEY  the PagerDuty routing key (never printed)
+  RECONCILE_PAGER_WEBHOOK      --pager-webhook
+  RECONCILE_METRICS_FILE       --metrics-file
+  RECONCILE_METRICS_PUSH       --metrics-push
+  RECONCILE_S3_PATH_STYLE      --s3-path-style; with the AWS chain (AWS_ENDPOINT_URL_S3, AWS_REGION, ...)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -11,7 +11,12 @@ func (a *app) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of reconcile",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `version prints the module version and the commit reconcile was built from, for bug reports
+and deployment checks.
+
+Example:
+  reconcile version`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			v := "(devel)"
 			if bi, ok := debug.ReadBuildInfo(); ok {
