@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -106,6 +107,9 @@ func (a *app) demo(ctx context.Context, dir string) error {
 	}
 	say("   The provider's own account of the day: %s and %s.", report1, events)
 
+	// The nested commands log errors only: what they page is shown from
+	// pages.log, and their summaries on stdout.
+	quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	// The provider fails one refund, whatever is tried: a compensation in doubt.
 	sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: s.inDoubt, Kind: sandbox.FaultError500})
 	round := func(n int, inputs ...string) error {
@@ -118,7 +122,7 @@ func (a *app) demo(ctx context.Context, dir string) error {
 			f.out.xlsxPath = filepath.Join(dir, "discrepancies.xlsx")
 		}
 		say("\n   reconcile run --apply --lag 1h --grace 0 --ledger sqlite:%s --json %s %s\n", ledgerPath, f.out.jsonPath, strings.Join(inputs, " "))
-		run := &app{stdout: &indent{w: out}, stderr: a.stderr, log: a.log, ledgerURL: "sqlite:" + ledgerPath}
+		run := &app{stdout: &indent{w: out}, stderr: a.stderr, log: quiet, ledgerURL: "sqlite:" + ledgerPath}
 		err := run.run(ctx, f, inputs)
 		if err != nil && !needsPersonOnly(err) {
 			return err
@@ -138,7 +142,7 @@ func (a *app) demo(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	person := &app{stdout: &indent{w: out}, stderr: a.stderr, log: a.log}
+	person := &app{stdout: &indent{w: out}, stderr: a.stderr}
 	pager := []string{"--pager-webhook", pagerSrv.URL}
 	for _, args := range [][]string{
 		{"escalations"},
