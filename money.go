@@ -1,8 +1,10 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"golang.org/x/text/currency"
@@ -116,6 +118,89 @@ func Exponent(provider, cur string) (int, error) {
 // digits. A leading sign is allowed. It rejects scientific notation, more
 // significant decimals than exp allows, and anything that is not a number.
 func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
+	switch v, r := parsePlain(s, exp, decimalSep); r {
+	case plainRead:
+		return v, nil
+	case plainTooPrecise:
+		return 0, tooPrecise(s, exp)
+	}
+	return parseMinor(s, exp, decimalSep)
+}
+
+// What parsePlain made of an amount.
+const (
+	plainRead       = iota // read: the value is the amount
+	plainTooPrecise        // plain, but with more significant decimals than exp
+	plainOther             // not plain: parseMinor decides
+)
+
+// parsePlain reads the amounts that reports mostly hold, an optional sign,
+// digits and at most one decimal separator followed by digits, with no
+// spaces or thousands separators and at most 18 digits once scaled, so that
+// they cannot overflow. It reads them to the value parseMinor gives, and
+// finds the same fault in those with too many decimals, without allocating;
+// anything else it leaves to parseMinor.
+func parsePlain(s string, exp int, sep byte) (int64, int) {
+	if exp < 0 {
+		return 0, plainOther
+	}
+	i, neg := 0, false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		i, neg = 1, s[0] == '-'
+	}
+	var v uint64
+	n := 0 // digits in v, leading zeros included
+	for ; i < len(s) && s[i]-'0' <= 9; i++ {
+		v = v*10 + uint64(s[i]-'0')
+		n++
+	}
+	digits, places, precise := n, 0, true
+	if i < len(s) {
+		if s[i] != sep {
+			return 0, plainOther
+		}
+		i++
+		start := i
+		for ; i < len(s) && s[i]-'0' <= 9; i++ {
+			switch d := s[i] - '0'; {
+			case places < exp:
+				v = v*10 + uint64(d)
+				places++
+				n++
+			case d != 0:
+				precise = false
+			}
+		}
+		if i < len(s) || i == start {
+			return 0, plainOther
+		}
+		if !precise {
+			return 0, plainTooPrecise
+		}
+		digits += i - start
+	}
+	n += exp - places
+	if digits == 0 || n > 18 {
+		return 0, plainOther
+	}
+	for ; places < exp; places++ {
+		v *= 10
+	}
+	if neg {
+		return -int64(v), plainRead
+	}
+	return int64(v), plainRead
+}
+
+// tooPrecise is the error for an amount with more significant decimals than
+// the currency has. It is built without fmt: a file read with the wrong
+// currency gives it on every row.
+func tooPrecise(s string, exp int) error {
+	return errors.New("amount " + strconv.Quote(s) + " has more decimals than the currency allows (" + strconv.Itoa(exp) + ")")
+}
+
+// parseMinor is ParseMinor for every input, with its errors.
+func parseMinor(s string, exp int, decimalSep byte) (int64, error) {
 	orig := s
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -161,7 +246,7 @@ func ParseMinor(s string, exp int, decimalSep byte) (int64, error) {
 		return 0, fmt.Errorf("amount %q is not a number", orig)
 	}
 	if len(strings.TrimRight(frac, "0")) > exp {
-		return 0, fmt.Errorf("amount %q has more decimals than the currency allows (%d)", orig, exp)
+		return 0, tooPrecise(orig, exp)
 	}
 	if len(frac) > exp {
 		frac = frac[:exp] // only zeros were dropped, checked above
@@ -214,34 +299,36 @@ func Mangled(s string) bool {
 
 // Currencies answers NormalizeCurrency and Exponent for one provider,
 // remembering the answers for the first 64 spellings it sees: a report holds
-// a handful of currencies, and parsers ask on every row.
+// a handful of currencies, and parsers ask on every row. It compares a
+// spelling with those it has seen rather than hashing it for a map, which
+// for a handful costs less.
 type Currencies struct {
 	Provider string
-	seen     map[string]currencyAnswer
+	seen     []currencyAnswer
 }
 
 type currencyAnswer struct {
-	code string
-	exp  int
-	err  error
+	spelling string
+	code     string
+	exp      int
+	err      error
 }
 
 // Lookup returns the upper-case code of the currency written s and the
 // provider's exponent for it.
 func (c *Currencies) Lookup(s string) (code string, exp int, err error) {
-	if a, ok := c.seen[s]; ok {
-		return a.code, a.exp, a.err
+	for i := range c.seen {
+		if a := &c.seen[i]; a.spelling == s {
+			return a.code, a.exp, a.err
+		}
 	}
-	var a currencyAnswer
+	a := currencyAnswer{spelling: s}
 	a.code, a.err = NormalizeCurrency(s)
 	if a.err == nil {
 		a.exp, a.err = Exponent(c.Provider, a.code)
 	}
-	if c.seen == nil {
-		c.seen = map[string]currencyAnswer{}
-	}
 	if len(c.seen) < 64 {
-		c.seen[s] = a
+		c.seen = append(c.seen, a)
 	}
 	return a.code, a.exp, a.err
 }

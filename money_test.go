@@ -107,6 +107,57 @@ func FuzzParseMinor(f *testing.F) {
 	})
 }
 
+// TestParsePlainAgrees checks the fast path against the long way on the
+// amounts it takes and on the ones it must leave to it.
+func TestParsePlainAgrees(t *testing.T) {
+	for _, in := range []string{
+		"25", "-0.5", "0.95", "+14200.00", ".5", "-.5", "0", "-0", "007.10", "1000.00", "100.5", "12.345",
+		"12.340", "12.", ".", "-", "+", "", " 1", "1 ", "1,000.00", "1.2.3", "1e5", "123456789012345678",
+		"1234567890123456.78", "12345678901234567.8", "99999999999999999999", "9223372036854775807",
+	} {
+		for exp := -1; exp <= 4; exp++ {
+			for _, sep := range []byte{'.', ','} {
+				checkPlain(t, in, exp, sep)
+			}
+		}
+	}
+	for _, in := range []string{"25", "-0.5", "+14200.00", ".5", "12.340"} {
+		if _, r := parsePlain(in, 2, '.'); r != plainRead {
+			t.Errorf("parsePlain(%q, 2, '.') leaves a plain amount to the long way", in)
+		}
+	}
+}
+
+func FuzzParsePlain(f *testing.F) {
+	for _, s := range []string{"25", "-0.5", "1,234.56", "1.250,00", "0.001", "12.3400", ".5"} {
+		f.Add(s, 2, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, exp int, dot bool) {
+		if exp < -1 || exp > 20 {
+			return
+		}
+		sep := byte('.')
+		if !dot {
+			sep = ','
+		}
+		checkPlain(t, s, exp, sep)
+	})
+}
+
+// checkPlain fails when parsePlain reads s, or finds it too precise, and
+// the long way does not agree.
+func checkPlain(t *testing.T, s string, exp int, sep byte) {
+	t.Helper()
+	v, r := parsePlain(s, exp, sep)
+	want, err := parseMinor(s, exp, sep)
+	switch {
+	case r == plainRead && (err != nil || v != want):
+		t.Errorf("parsePlain(%q, %d, %q) = %d, but parseMinor gives %d, %v", s, exp, sep, v, want, err)
+	case r == plainTooPrecise && (err == nil || err.Error() != tooPrecise(s, exp).Error()):
+		t.Errorf("parsePlain(%q, %d, %q) finds too many decimals, but parseMinor gives %d, %v", s, exp, sep, want, err)
+	}
+}
+
 func TestExponent(t *testing.T) {
 	tests := []struct {
 		provider, cur string

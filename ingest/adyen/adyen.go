@@ -234,14 +234,14 @@ func malformedReason(pe *csv.ParseError) string {
 
 // blank reports whether rec is a line holding nothing but spaces.
 func blank(rec []string) bool {
-	return len(rec) == 1 && strings.TrimSpace(rec[0]) == ""
+	return len(rec) == 1 && tabular.Trim(rec[0]) == ""
 }
 
 // empty reports whether every field of rec is empty, as in the ",,,,," rows
 // that spreadsheets leave behind.
 func empty(rec []string) bool {
 	for _, v := range rec {
-		if strings.TrimSpace(v) != "" {
+		if tabular.Trim(v) != "" {
 			return false
 		}
 	}
@@ -254,12 +254,18 @@ type parser struct {
 	width int
 	names []string        // header names as written
 	at    [numColumns]int // position of each documented column, -1 when absent
-	meta  []string        // Metadata key of each column kept on every row, else ""
-	net   []string        // Metadata key of each column kept when fees stay apart, else ""
-	// currencies caches what currency columns have said, as written.
-	currencies map[string]knownCurrency
-	kinds      map[string]reconcile.Kind // Type as written → kind, for the few a file holds
-	kv         []string                  // scratch space for metadata
+	kept  []keptColumn    // the columns Metadata may keep, in order
+	// currencies remembers what currency columns have said, as written.
+	currencies tabular.Memo[knownCurrency]
+	kinds      tabular.Memo[reconcile.Kind] // Type as written → kind
+	kv         []string                     // scratch space for metadata
+}
+
+// keptColumn is a column that Metadata keeps on every row (under key), or
+// only when the fees stay apart (under net).
+type keptColumn struct {
+	i        int
+	key, net string
 }
 
 func newParser(header []string, opt Options) (*parser, error) {
@@ -279,11 +285,8 @@ func newParser(header []string, opt Options) (*parser, error) {
 		return nil, fmt.Errorf("not a usable Adyen settlement details report: missing required column(s) %s",
 			strings.Join(missing, ", "))
 	}
-	p := &parser{
-		opt: opt, width: len(h.Names), names: h.Names,
-		meta: make([]string, len(h.Names)), net: make([]string, len(h.Names)),
-		currencies: map[string]knownCurrency{}, kinds: map[string]reconcile.Kind{},
-	}
+	p := &parser{opt: opt, width: len(h.Names), names: h.Names}
+	meta, net := make([]string, len(h.Names)), make([]string, len(h.Names))
 	documented := map[int]bool{}
 	for c := range numColumns {
 		i := h.Index(c.String())
@@ -293,13 +296,16 @@ func newParser(header []string, opt Options) (*parser, error) {
 		}
 		documented[i] = true
 		if key := metaKeys[c]; key != "" {
-			p.meta[i] = key
+			meta[i] = key
 		}
-		p.net[i] = netKeys[c]
+		net[i] = netKeys[c]
 	}
 	for i, name := range h.Names {
 		if !documented[i] && h.Index(name) == i { // a repeated header name: the first column wins
-			p.meta[i] = name
+			meta[i] = name
+		}
+		if meta[i] != "" || net[i] != "" {
+			p.kept = append(p.kept, keptColumn{i: i, key: meta[i], net: net[i]})
 		}
 	}
 	return p, nil
@@ -312,7 +318,7 @@ func (p *parser) get(rec []string, col column) string {
 	if i < 0 || i >= len(rec) {
 		return ""
 	}
-	return strings.TrimSpace(rec[i])
+	return tabular.Trim(rec[i])
 }
 
 // row gives one data row's outcome to sink. It returns an error only for a

@@ -121,16 +121,14 @@ func localTime(date, abbrev string, zone *time.Location) (time.Time, error) {
 // kind maps a Type to its kind, remembering the answers for the first few
 // spellings seen.
 func (p *parser) kind(typ string) reconcile.Kind {
-	if k, ok := p.kinds[typ]; ok {
+	if k, ok := p.kinds.Get(typ); ok {
 		return k
 	}
 	k, ok := kinds[strings.ToLower(typ)]
 	if !ok {
 		k = reconcile.KindOther
 	}
-	if len(p.kinds) < 64 {
-		p.kinds[typ] = k
-	}
+	p.kinds.Put(typ, k)
 	return k
 }
 
@@ -189,7 +187,7 @@ func (p *parser) fee(rec []string, cur string) (int64, bool, string) {
 // currency reads a currency column and Adyen's exponent for it.
 func (p *parser) currency(rec []string, col column) (string, int, string) {
 	raw := p.get(rec, col)
-	if c, ok := p.currencies[raw]; ok {
+	if c, ok := p.currencies.Get(raw); ok {
 		return c.code, c.exp, ""
 	}
 	cur, err := reconcile.NormalizeCurrency(raw)
@@ -200,9 +198,7 @@ func (p *parser) currency(rec []string, col column) (string, int, string) {
 	if err != nil {
 		return "", 0, fmt.Sprintf("%s: %v", col, err)
 	}
-	if len(p.currencies) < 64 { // a file names a handful; the cap keeps garbage from growing it
-		p.currencies[raw] = knownCurrency{cur, exp}
-	}
+	p.currencies.Put(raw, knownCurrency{cur, exp})
 	return cur, exp, ""
 }
 
@@ -257,15 +253,13 @@ func plainDecimal(v string) bool {
 // and the net values too when the fee stays apart.
 func (p *parser) metadata(rec []string, withNet bool) map[string]string {
 	kv := p.kv[:0]
-	for i, v := range rec {
-		key := p.meta[i]
+	for _, c := range p.kept {
+		key := c.key
 		if key == "" && withNet {
-			key = p.net[i]
+			key = c.net
 		}
-		if key != "" {
-			if v = strings.TrimSpace(v); v != "" {
-				kv = append(kv, key, v)
-			}
+		if v := tabular.Trim(rec[c.i]); key != "" && v != "" {
+			kv = append(kv, key, v)
 		}
 	}
 	p.kv = kv

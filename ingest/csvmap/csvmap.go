@@ -88,6 +88,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,12 +168,19 @@ type col struct {
 	i    int
 }
 
+// reason is the rejection reason for c's value, which err describes. It is
+// built without fmt: a file read with the wrong currency gives one on every
+// row.
+func (c col) reason(err error) string {
+	return "column " + strconv.Quote(c.name) + ": " + err.Error()
+}
+
 // get returns the trimmed value of c in rec, "" when c is unmapped.
 func (c col) get(rec []string) string {
 	if c.i < 0 {
 		return ""
 	}
-	return strings.TrimSpace(rec[c.i])
+	return tabular.Trim(rec[c.i])
 }
 
 type parser struct {
@@ -186,6 +194,18 @@ type parser struct {
 	effectKey, parentEffectKey, paymentIntent, parentTxID, description        col
 	meta                                                                      []metaCol
 	currencies                                                                reconcile.Currencies
+	kinds, statuses                                                           tabular.Memo[string] // value as written → what the mapping says
+}
+
+// lookup returns what m, keyed by lower-cased values, says of v, "" when
+// it does not list v.
+func lookup(memo *tabular.Memo[string], m map[string]string, v string) string {
+	got, ok := memo.Get(v)
+	if !ok {
+		got = m[strings.ToLower(v)]
+		memo.Put(v, got)
+	}
+	return got
 }
 
 // metaCol is a column kept in Metadata under key.
@@ -265,7 +285,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	if p.kind.i >= 0 {
 		rawKind = p.kind.get(rec)
 		kind = reconcile.KindOther
-		switch k := m.kinds[strings.ToLower(rawKind)]; k {
+		switch k := lookup(&p.kinds, m.kinds, rawKind); k {
 		case "ignore":
 			return nil, fmt.Sprintf("%s %q is mapped to ignore", p.kind.name, rawKind), ""
 		case "":
@@ -276,7 +296,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	var pending, failed bool
 	if p.status.i >= 0 {
 		s := p.status.get(rec)
-		switch m.statuses[strings.ToLower(s)] {
+		switch lookup(&p.statuses, m.statuses, s) {
 		case "ignore":
 			return nil, fmt.Sprintf("%s %q is mapped to ignore", p.status.name, s), ""
 		case "pending":
@@ -304,7 +324,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	}
 	cur, exp, err := p.currencies.Lookup(cur)
 	if err != nil {
-		return nil, "", fmt.Sprintf("column %q: %v", p.currency.name, err)
+		return nil, "", p.currency.reason(err)
 	}
 	minor, reason := p.amountOf(rec, exp)
 	if reason != "" {
@@ -316,7 +336,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	var fee int64
 	if v := p.fee.get(rec); v != "" {
 		if fee, err = parseAmount(v, exp, m.decimal); err != nil {
-			return nil, "", fmt.Sprintf("column %q: %v", p.fee.name, err)
+			return nil, "", p.fee.reason(err)
 		}
 		fee = abs(fee)
 	}
@@ -327,7 +347,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	}
 	when, err := parseTime(v, m.TimeLayout, m.loc)
 	if err != nil {
-		return nil, "", fmt.Sprintf("column %q: %v", p.when.name, err)
+		return nil, "", p.when.reason(err)
 	}
 
 	var meta map[string]string
@@ -372,7 +392,7 @@ func (p *parser) amountOf(rec []string, exp int) (int64, string) {
 		}
 		minor, err := parseAmount(v, exp, m.decimal)
 		if err != nil {
-			return 0, fmt.Sprintf("column %q: %v", p.amount.name, err)
+			return 0, p.amount.reason(err)
 		}
 		if p.direction.i < 0 {
 			return minor, ""
@@ -391,12 +411,12 @@ func (p *parser) amountOf(rec []string, exp int) (int64, string) {
 	var err error
 	if dv != "" {
 		if d, err = parseAmount(dv, exp, m.decimal); err != nil {
-			return 0, fmt.Sprintf("column %q: %v", p.debit.name, err)
+			return 0, p.debit.reason(err)
 		}
 	}
 	if cv != "" {
 		if c, err = parseAmount(cv, exp, m.decimal); err != nil {
-			return 0, fmt.Sprintf("column %q: %v", p.credit.name, err)
+			return 0, p.credit.reason(err)
 		}
 	}
 	switch {
@@ -475,7 +495,7 @@ func parseTime(v, layout string, loc *time.Location) (time.Time, error) {
 
 func allEmpty(rec []string) bool {
 	for _, f := range rec {
-		if strings.TrimSpace(f) != "" {
+		if tabular.Trim(f) != "" {
 			return false
 		}
 	}

@@ -75,10 +75,9 @@ type columns struct {
 	names []string        // as written, runs of spaces collapsed
 	at    [numColumns]int // position of each column that becomes an Evidence field, -1 when absent
 	meta  []string        // Metadata key of each field, "" to leave out
-	// currencies caches the currency codes seen, as written; exponents has
-	// PayPal's exponent of each code that currency has returned.
-	currencies map[string]string
-	exponents  map[string]int
+	// currencies remembers the currency codes seen, as written, with
+	// PayPal's exponents for them.
+	currencies reconcile.Currencies
 }
 
 // newColumns reads a CH row. Names are compared ignoring case and runs of
@@ -96,7 +95,7 @@ func newColumns(rec []string) (*columns, error) {
 	if err := h.Require(req...); err != nil {
 		return nil, err
 	}
-	c := &columns{names: h.Names, meta: make([]string, len(names)), currencies: map[string]string{}, exponents: map[string]int{}}
+	c := &columns{names: h.Names, meta: make([]string, len(names)), currencies: reconcile.Currencies{Provider: provider}}
 	for col := range numColumns {
 		c.at[col] = h.Index(col.String())
 	}
@@ -119,15 +118,16 @@ func (c *columns) get(rec []string, col column) string {
 	if i < 0 || i >= len(rec) {
 		return ""
 	}
-	return strings.TrimSpace(rec[i])
+	return tabular.Trim(rec[i])
 }
 
 // amount is one amount of an SB row as read: its sign, its value in STL
-// units (unsigned, in hundredths of the currency's unit) and its currency,
-// or why it could not be read.
+// units (unsigned, in hundredths of the currency's unit), its currency and
+// PayPal's exponent for it, or why it could not be read.
 type amount struct {
 	sign, v int64
 	cur     string
+	exp     int
 	reason  string // "" when it could be read
 }
 
@@ -165,33 +165,12 @@ func (c *columns) part(rec []string, flagCol, amtCol, curCol column) amount {
 	default:
 		return amount{reason: fmt.Sprintf("%s is %q, want CR or DR", flagCol, c.get(rec, flagCol))}
 	}
-	cur, err := c.currency(c.get(rec, curCol))
+	cur, exp, err := c.currencies.Lookup(c.get(rec, curCol))
 	if err != nil {
 		return amount{reason: fmt.Sprintf("%s: %v", curCol, err)}
 	}
-	a.cur = cur
+	a.cur, a.exp = cur, exp
 	return a
-}
-
-// currency normalizes a currency code and learns PayPal's exponent for it,
-// remembering the codes a file uses.
-func (c *columns) currency(raw string) (string, error) {
-	if cur, ok := c.currencies[raw]; ok {
-		return cur, nil
-	}
-	cur, err := reconcile.NormalizeCurrency(raw)
-	if err != nil {
-		return "", err
-	}
-	exp, err := reconcile.Exponent(provider, cur)
-	if err != nil {
-		return "", err
-	}
-	if len(c.currencies) < 64 { // a file names a handful; the cap keeps garbage from growing it
-		c.currencies[raw] = cur
-	}
-	c.exponents[cur] = exp
-	return cur, nil
 }
 
 // minor converts an STL amount to minor units of cur. STL writes every
@@ -246,7 +225,7 @@ func (c *columns) evidence(rec []string, line int, raw string, gross, fee amount
 	if gross.reason != "" {
 		return nil, gross.reason
 	}
-	minorUnits, reason := minor(gross.v, gross.cur, c.exponents[gross.cur])
+	minorUnits, reason := minor(gross.v, gross.cur, gross.exp)
 	if reason != "" {
 		return nil, fmt.Sprintf("%s %s", colGrossAmount, reason)
 	}
@@ -273,7 +252,7 @@ func (c *columns) evidence(rec []string, line int, raw string, gross, fee amount
 			return nil, fee.reason
 		}
 		if fee.cur == gross.cur {
-			v, reason := minor(fee.v, fee.cur, c.exponents[fee.cur])
+			v, reason := minor(fee.v, fee.cur, fee.exp)
 			if reason != "" {
 				return nil, fmt.Sprintf("%s %s", colFeeAmount, reason)
 			}
@@ -312,7 +291,7 @@ func (c *columns) metadata(rec []string) map[string]string {
 	m := make(map[string]string, 8)
 	for i, v := range rec {
 		if key := c.meta[i]; key != "" {
-			if v = strings.TrimSpace(v); v != "" {
+			if v = tabular.Trim(v); v != "" {
 				m[key] = v
 			}
 		}

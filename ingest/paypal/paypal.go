@@ -91,7 +91,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		case err != nil:
 			return fmt.Errorf("line %d: %w", last+1, err)
 		}
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+		if len(rec) == 1 && tabular.Trim(rec[0]) == "" {
 			continue // a blank line is not a row
 		}
 		first := last == 0
@@ -118,6 +118,18 @@ type scope struct {
 
 func newScope() *scope {
 	return &scope{gross: map[string]*flow{}, fee: map[string]*flow{}, footed: map[string]bool{}}
+}
+
+// merge adds the totals of a section, closed and checked, to s.
+func (s *scope) merge(sec *scope) {
+	for cur, f := range sec.gross {
+		s.add(s.gross, cur, 1, f.credit)
+		s.add(s.gross, cur, -1, f.debit)
+	}
+	for cur, f := range sec.fee {
+		s.add(s.fee, cur, 1, f.credit)
+		s.add(s.fee, cur, -1, f.debit)
+	}
 }
 
 func (s *scope) add(m map[string]*flow, cur string, sign, v int64) {
@@ -179,7 +191,7 @@ func (p *parser) unreadable(pe *csv.ParseError, raw string) error {
 
 // row handles one record by its row type.
 func (p *parser) row(rec []string, line int, raw string, first bool) error {
-	typ := strings.ToUpper(strings.TrimSpace(rec[0]))
+	typ := strings.ToUpper(tabular.Trim(rec[0]))
 	if first && typ != "RH" {
 		return fmt.Errorf("line %d: not a PayPal settlement report (STL): the first row is %q, not a report header (RH)", line, rec[0])
 	}
@@ -225,6 +237,8 @@ func (p *parser) row(rec []string, line int, raw string, first bool) error {
 		if err := p.close(p.section, "section footer (SC)", "section footer (SF)", rec, line); err != nil {
 			return err
 		}
+		p.report.merge(p.section)
+		p.file.merge(p.section)
 		p.section = nil
 		return p.sink.Ignore(line, "section record count (SC), checked")
 	case "RF":
@@ -314,22 +328,27 @@ func (p *parser) body(rec []string, line int, raw string) error {
 	return p.sink.Evidence(e)
 }
 
-// addUp adds an SB row's gross and fee to the open scopes, in STL units as
-// the footers write them. A row rejected for another reason (its date, say)
-// still counts in the totals; one whose amounts could not be read leaves the
-// totals unknown.
+// addUp adds an SB row's gross and fee to the open section, in STL units as
+// the footers write them; the report and the file get the section's totals
+// when it closes (merge), since their footers may only come after that. A
+// row rejected for another reason (its date, say) still counts in the
+// totals; one whose amounts could not be read leaves the totals of every
+// scope it is in unknown.
 func (p *parser) addUp(gross, fee amount, hasFee bool) {
-	for _, s := range p.scopes() {
-		if gross.reason == "" {
-			s.add(s.gross, gross.cur, gross.sign, gross.v)
-		} else {
+	s := p.section
+	if gross.reason == "" {
+		s.add(s.gross, gross.cur, gross.sign, gross.v)
+	} else {
+		for _, s := range p.scopes() {
 			s.grossUnsure = true
 		}
-		switch {
-		case !hasFee:
-		case fee.reason == "":
-			s.add(s.fee, fee.cur, fee.sign, fee.v)
-		default:
+	}
+	switch {
+	case !hasFee:
+	case fee.reason == "":
+		s.add(s.fee, fee.cur, fee.sign, fee.v)
+	default:
+		for _, s := range p.scopes() {
 			s.feeUnsure = true
 		}
 	}
@@ -430,7 +449,7 @@ func (p *parser) count(s *scope, what string, rec []string, i, line int) error {
 
 // stlAmount reads an STL amount or count: unsigned digits, nothing else.
 func stlAmount(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
+	s = tabular.Trim(s)
 	if s == "" || len(s) > 18 { // 18 digits always fit in an int64
 		return 0, false
 	}

@@ -229,7 +229,7 @@ func (p *itemizedParser) row(rec []string, line int, raw string, sink reconcile.
 		if i < 0 {
 			return ""
 		}
-		return strings.TrimSpace(rec[i])
+		return tabular.Trim(rec[i])
 	}
 	for _, id := range c.ids {
 		if v := get(id.i); tabular.HasExponent(v) && reconcile.Mangled(v) { // HasExponent is the cheap half
@@ -302,7 +302,7 @@ func (p *itemizedParser) row(rec []string, line int, raw string, sink reconcile.
 func (p *itemizedParser) time(rec []string) (time.Time, string) {
 	c := p.cols
 	if c.createdUTC >= 0 {
-		if v := strings.TrimSpace(rec[c.createdUTC]); v != "" {
+		if v := tabular.Trim(rec[c.createdUTC]); v != "" {
 			t, err := parseReportTime(v, time.UTC)
 			if err != nil {
 				return t, fmt.Sprintf("column created_utc: %q is not a date and time like 2006-01-02 15:04:05", v)
@@ -313,7 +313,7 @@ func (p *itemizedParser) time(rec []string) (time.Time, string) {
 	if c.created < 0 {
 		return time.Time{}, "column created_utc is empty"
 	}
-	v := strings.TrimSpace(rec[c.created])
+	v := tabular.Trim(rec[c.created])
 	if v == "" {
 		return time.Time{}, "column created is empty"
 	}
@@ -330,7 +330,7 @@ func (p *itemizedParser) time(rec []string) (time.Time, string) {
 func (p *itemizedParser) metadata(rec []string) map[string]string {
 	kv := p.kv[:0]
 	for _, mc := range p.cols.kept {
-		if v := strings.TrimSpace(rec[mc.i]); v != "" {
+		if v := tabular.Trim(rec[mc.i]); v != "" {
 			kv = append(kv, mc.name, v)
 		}
 	}
@@ -349,7 +349,7 @@ func (p *itemizedParser) metadata(rec []string) map[string]string {
 // at all ("ten", "12.3.4") is called that, not scientific notation or too
 // many decimals.
 func parseAmount(s string, exp int, sep byte) (int64, error) {
-	t := strings.TrimLeft(strings.TrimSpace(s), "+-")
+	t := strings.TrimLeft(tabular.Trim(s), "+-")
 	if !numeral(t, sep) && !reconcile.Mangled(t) {
 		return 0, fmt.Errorf("amount %q is not a number", s)
 	}
@@ -398,7 +398,7 @@ func parseReportTime(s string, loc *time.Location) (time.Time, error) {
 // ",,,," rows a spreadsheet leaves behind.
 func blank(rec []string) bool {
 	for _, f := range rec {
-		if strings.TrimSpace(f) != "" {
+		if tabular.Trim(f) != "" {
 			return false
 		}
 	}

@@ -23,9 +23,10 @@ import (
 // in the input (Raw), and gives it as Join writes it (Joined), so that
 // callers need not write the record back.
 //
-// A line without quotes is copied to one string and its fields are
-// substrings of it; so are the fields of a line with quotes, unless they
-// hold doubled quotes.
+// A line is copied to one string and its fields are substrings of it,
+// unless they hold doubled quotes. A line with quotes that Join would write
+// otherwise is written as Join writes it instead, and Raw copies the line
+// as it is only when asked.
 type Reader struct {
 	Comma rune // the delimiter in use
 
@@ -37,18 +38,21 @@ type Reader struct {
 
 	rec   []string
 	raw   string
-	ok    bool    // rec is a record, not the rest of a malformed one
-	shape uint8   // how rec was read: shapePlain, shapeQuoted or shapeLines
-	qf    []uint8 // with shapeQuoted, what each field of rec was (fieldQuoted...)
-	// same says, for shapePlain and shapeQuoted with a one-byte Comma,
-	// that Join quotes just the fields that raw quotes: if raw holds no CR,
-	// Joined is raw.
-	same   bool
-	joined []byte // scratch for Joined
-	long   []byte // a line longer than br's buffer
-	multi  []byte // the raw text of a record that spans lines
-	spans  []span // with shapeLines, the fields as offsets into raw
-	esc    []byte // scratch for unescaping quoted fields
+	rawb  []byte // when not nil, raw is these bytes, not yet copied to a string
+	ok    bool   // rec is a record, not the rest of a malformed one
+	shape uint8  // how rec was read: shapePlain, shapeQuoted or shapeLines
+	// same says, for shapePlain with a one-byte Comma, that Join quotes no
+	// field: if raw holds no CR, Joined is raw.
+	same bool
+	// joined is Joined, when reading the record already found it (jok).
+	joined string
+	jok    bool
+	fields []field // scratch: the fields of a line with quotes
+	buf    []byte  // scratch for the text of a quoted line as Join writes it
+	long   []byte  // a line longer than br's buffer
+	multi  []byte  // the raw text of a record that spans lines
+	spans  []span  // the fields as offsets into the record's text
+	esc    []byte  // scratch for unescaping quoted fields
 }
 
 // The shapes of a record, as Read read it.
@@ -145,7 +149,7 @@ func Sniff(head []byte) rune {
 // it, after which reading goes on with the next line; Raw then gives the
 // text that was read as that record.
 func (r *Reader) Read() (rec []string, line int, err error) {
-	r.raw, r.ok, r.shape, r.same = "", false, shapePlain, false
+	r.raw, r.rawb, r.ok, r.shape, r.same, r.jok = "", nil, false, shapePlain, false, false
 	if r.bad != nil {
 		return nil, 0, r.bad
 	}
@@ -169,23 +173,7 @@ func (r *Reader) Read() (rec []string, line int, err error) {
 	s := string(orig[:n])
 	r.raw = s
 	rec = r.rec[:0]
-	same := true
-	if r.c != 0 {
-		for {
-			i := strings.IndexByte(s, r.c)
-			if i < 0 {
-				break
-			}
-			if i > 0 && quotable(s[0]) {
-				same = same && !needsQuotesUnquoted(s[:i])
-			}
-			rec = append(rec, s[:i])
-			s = s[i+1:]
-		}
-		if s != "" && quotable(s[0]) {
-			same = same && !needsQuotesUnquoted(s)
-		}
-	} else {
+	if r.c == 0 {
 		for {
 			i := strings.Index(s, r.comma)
 			if i < 0 {
@@ -194,8 +182,23 @@ func (r *Reader) Read() (rec []string, line int, err error) {
 			rec = append(rec, s[:i])
 			s = s[i+len(r.comma):]
 		}
+		rec = append(rec, s)
+		r.rec, r.ok = rec, true
+		return rec, r.numLine, nil
 	}
-	rec = append(rec, s)
+	b, same := orig[:n], true
+	for p := 0; ; {
+		i := index1(b, p, r.c)
+		f := s[p:i]
+		if f != "" && quotable(f[0]) {
+			same = same && !needsQuotesUnquoted(f)
+		}
+		rec = append(rec, f)
+		if i == len(b) {
+			break
+		}
+		p = i + 1
+	}
 	r.rec, r.ok, r.same = rec, true, same
 	return rec, r.numLine, nil
 }
@@ -203,11 +206,15 @@ func (r *Reader) Read() (rec []string, line int, err error) {
 // Joined returns the record Read last returned as Join(rec, r.Comma)
 // writes it. That is Raw() itself, with no copy, when the input writes the
 // record that way, as it does unless it quotes a field that needs no quotes,
-// leaves unquoted one that Join quotes (a leading space), or holds a CR.
-// After a malformed record, which has no fields, it is Raw().
+// leaves unquoted one that Join quotes (a leading space), or holds a CR; for
+// a line with quotes, reading it made the text already. After a malformed
+// record, which has no fields, it is Raw().
 func (r *Reader) Joined() string {
 	if !r.ok {
-		return r.raw
+		return r.Raw()
+	}
+	if r.jok {
+		return r.joined
 	}
 	if r.shape == shapeLines || r.c == 0 || strings.IndexByte(r.raw, '\r') >= 0 {
 		if j := Join(r.rec, r.Comma); j != r.raw {
@@ -215,40 +222,13 @@ func (r *Reader) Joined() string {
 		}
 		return r.raw
 	}
-	// On one line, without a CR, with a one-byte delimiter, reading the
-	// record found what Join quotes: the fields that start with a space or
-	// are \., and those that hold the delimiter or a quote, which only
-	// quoted fields can.
+	// On one line without quotes or a CR, with a one-byte delimiter,
+	// reading the record found whether Join quotes a field: one that starts
+	// with a space or is \..
 	if r.same {
 		return r.raw
 	}
-	if r.shape == shapePlain {
-		return Join(r.rec, r.Comma)
-	}
-	b := r.joined[:0]
-	for i, f := range r.rec {
-		if i > 0 {
-			b = append(b, r.c)
-		}
-		if r.qf[i]&fieldNeeds == 0 {
-			b = append(b, f...)
-			continue
-		}
-		b = append(b, '"')
-		for {
-			j := strings.IndexByte(f, '"')
-			if j < 0 {
-				break
-			}
-			b = append(b, f[:j+1]...)
-			b = append(b, '"')
-			f = f[j+1:]
-		}
-		b = append(b, f...)
-		b = append(b, '"')
-	}
-	r.joined = b
-	return string(b)
+	return Join(r.rec, r.Comma)
 }
 
 // leadingSpace reports whether f starts with a space, as unicode.IsSpace
@@ -288,7 +268,12 @@ func unescape(dst []byte, raw string) []byte {
 // Raw returns the text of the record (or of the malformed input) that Read
 // last returned, exactly as it is in the input but without the line end
 // that closes it. It is "" after io.EOF or a read error.
-func (r *Reader) Raw() string { return r.raw }
+func (r *Reader) Raw() string {
+	if r.rawb != nil {
+		r.raw, r.rawb = string(r.rawb), nil
+	}
+	return r.raw
+}
 
 // readLine reads the next line. It returns the line as read (valid until
 // the next read), the length of its content without the line end, and
@@ -333,7 +318,7 @@ func (r *Reader) readQuoted(orig []byte, n int, nl bool) ([]string, int, error) 
 		return r.readQuotedByte(orig, n, nl)
 	}
 	s := string(orig[:n])
-	rec, qf := r.rec[:0], r.qf[:0]
+	rec := r.rec[:0]
 	commaLen := len(r.comma)
 	q := strings.IndexByte(s, '"') // the first quote at or after p, or -1
 	for p := 0; ; {
@@ -353,11 +338,11 @@ func (r *Reader) readQuoted(orig []byte, n int, nl bool) ([]string, int, error) 
 				}
 				break
 			}
-			f, flag := s[p+1:j-1], uint8(fieldQuoted)
+			f := s[p+1 : j-1]
 			if esc {
-				f, flag = strings.ReplaceAll(f, `""`, `"`), fieldQuoted|fieldDoubled
+				f = strings.ReplaceAll(f, `""`, `"`)
 			}
-			rec, qf = append(rec, f), append(qf, flag)
+			rec = append(rec, f)
 			switch {
 			case j == len(s):
 			case strings.HasPrefix(s[j:], r.comma):
@@ -382,24 +367,26 @@ func (r *Reader) readQuoted(orig []byte, n int, nl bool) ([]string, int, error) 
 			r.raw = s
 			return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: q + 1, Err: csv.ErrBareQuote}
 		}
-		rec, qf = append(rec, s[p:end]), append(qf, 0)
+		rec = append(rec, s[p:end])
 		if i < 0 {
 			break
 		}
 		p = end + commaLen
 	}
-	r.raw, r.rec, r.qf, r.ok, r.shape = s, rec, qf, true, shapeQuoted
+	r.raw, r.rec, r.ok, r.shape = s, rec, true, shapeQuoted
 	return rec, r.numLine, nil
 }
 
 // readQuotedByte is readQuoted for a one-byte delimiter. Fields are short,
 // so it looks for quotes and delimiters eight bytes at a time rather than
 // with bytes.IndexByte, which costs more to start than it saves on them.
-// It also notes what Joined needs: which fields Join quotes.
+// It also notes which fields Join quotes, so that the fields can be
+// substrings of the one string that is Joined: the line itself when Join
+// writes it so, else the line as Join writes it (and Raw is then copied
+// only if asked for).
 func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, error) {
 	b := orig[:n]
-	s := string(b)
-	rec, qf := r.rec[:0], r.qf[:0]
+	fields := r.fields[:0]
 	c := r.c
 	same := true // whether Join quotes just the fields that are quoted
 	for p := 0; ; {
@@ -424,20 +411,16 @@ func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, err
 				}
 				break
 			}
-			f := s[p+1 : j-1]
-			if flag&fieldDoubled != 0 {
-				f = strings.ReplaceAll(f, `""`, `"`)
-			}
-			if flag&fieldNeeds == 0 && f != "" && quotable(f[0]) && needsQuotesUnquoted(f) {
+			if flag&fieldNeeds == 0 && j-1 > p+1 && quotable(b[p+1]) && needsQuotesUnquoted(string(b[p+1:j-1])) {
 				flag |= fieldNeeds
 			}
 			same = same && flag&fieldNeeds != 0
-			rec, qf = append(rec, f), append(qf, flag)
+			fields = append(fields, field{p + 1, j - 1, flag})
 			if j == len(b) {
 				break
 			}
 			if b[j] != c {
-				r.raw = s
+				r.raw = string(b)
 				return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: j, Err: csv.ErrQuote}
 			}
 			p = j + 1
@@ -446,21 +429,79 @@ func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, err
 		// An unquoted field, up to the next delimiter; it must hold no quote.
 		j := index2(b, p, c, '"')
 		if j < len(b) && b[j] == '"' {
-			r.raw = s
+			r.raw = string(b)
 			return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: j + 1, Err: csv.ErrBareQuote}
 		}
-		f, flag := s[p:j], uint8(0)
-		if f != "" && quotable(f[0]) && needsQuotesUnquoted(f) {
+		flag := uint8(0)
+		if j > p && quotable(b[p]) && needsQuotesUnquoted(string(b[p:j])) {
 			flag, same = fieldNeeds, false
 		}
-		rec, qf = append(rec, f), append(qf, flag)
+		fields = append(fields, field{p, j, flag})
 		if j == len(b) {
 			break
 		}
 		p = j + 1
 	}
-	r.raw, r.rec, r.qf, r.ok, r.shape, r.same = s, rec, qf, true, shapeQuoted, same
+	r.fields = fields
+
+	var s string
+	switch {
+	case bytes.IndexByte(b, '\r') >= 0:
+		// Join quotes a field with a CR, which reading did not look for.
+		s = string(b)
+		r.raw = s
+	case same:
+		s = string(b)
+		r.raw, r.joined, r.jok = s, s, true
+	default:
+		// The line as Join writes it: the line with the quotes of the
+		// fields that need none left out, and quotes put around those that
+		// need them and have none. The raw text of a field that holds
+		// doubled quotes is what Join writes inside the quotes.
+		j := r.buf[:0]
+		from := 0 // what of b is not yet in j
+		for i, f := range fields {
+			switch f.flag & (fieldQuoted | fieldNeeds) {
+			case fieldQuoted:
+				j = append(j, b[from:f.start-1]...)
+				from = f.start
+				fields[i].start, fields[i].end = len(j), len(j)+f.end-f.start
+				j = append(j, b[from:f.end]...)
+				from = f.end + 1
+			case fieldNeeds:
+				j = append(j, b[from:f.start]...)
+				j = append(j, '"')
+				fields[i].start, fields[i].end = len(j), len(j)+f.end-f.start
+				j = append(j, b[f.start:f.end]...)
+				j = append(j, '"')
+				from = f.end
+			default:
+				d := len(j) - from
+				fields[i].start, fields[i].end = f.start+d, f.end+d
+			}
+		}
+		j = append(j, b[from:]...)
+		r.buf = j
+		s = string(j)
+		r.rawb, r.joined, r.jok = b, s, true
+	}
+	rec := r.rec[:0]
+	for _, f := range fields {
+		v := s[f.start:f.end]
+		if f.flag&fieldDoubled != 0 {
+			v = strings.ReplaceAll(v, `""`, `"`)
+		}
+		rec = append(rec, v)
+	}
+	r.rec, r.ok, r.shape = rec, true, shapeQuoted
 	return rec, r.numLine, nil
+}
+
+// field is a field of a line with quotes: its content's place in the line
+// and what it is (fieldQuoted...).
+type field struct {
+	start, end int
+	flag       uint8
 }
 
 // quotable reports whether a field that starts with c may be one Join
@@ -675,6 +716,16 @@ func needsQuotes(f string, comma rune) bool {
 	return leadingSpace(f)
 }
 
+// Trim is strings.TrimSpace, without a call for the fields that neither
+// start nor end with a space, as most fields do: their first and last bytes
+// are ASCII from '!' on (0x21 to 0x7F).
+func Trim(f string) string {
+	if f != "" && (f[0]-'!' > 0x5e || f[len(f)-1]-'!' > 0x5e) {
+		f = strings.TrimSpace(f)
+	}
+	return f
+}
+
 // Header maps column names to their positions. Names are compared after
 // trimming spaces and ignoring case. A Header is not safe for concurrent use.
 type Header struct {
@@ -734,7 +785,7 @@ func (h *Header) Get(rec []string, name string) string {
 	if i < 0 || i >= len(rec) {
 		return ""
 	}
-	return strings.TrimSpace(rec[i])
+	return Trim(rec[i])
 }
 
 // Malformed returns err as the *csv.ParseError that Read returns for input
@@ -750,4 +801,36 @@ func Malformed(err error) *csv.ParseError {
 		return pe
 	}
 	return nil
+}
+
+// Memo remembers what a parser made of the first few distinct values of a
+// column, such as a transaction type or a currency: a report holds a
+// handful, and comparing a value with each of them costs less than hashing
+// it for a map.
+type Memo[V any] struct {
+	keys []string
+	vals []V
+}
+
+// memoSize bounds a Memo, so that a column of distinct values (ids where a
+// type should be) does not make every lookup long.
+const memoSize = 16
+
+// Get returns what was remembered for s.
+func (m *Memo[V]) Get(s string) (V, bool) {
+	for i, k := range m.keys {
+		if k == s {
+			return m.vals[i], true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// Put remembers v for s, unless the Memo is full.
+func (m *Memo[V]) Put(s string, v V) {
+	if len(m.keys) < memoSize {
+		m.keys = append(m.keys, s)
+		m.vals = append(m.vals, v)
+	}
 }

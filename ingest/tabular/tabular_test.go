@@ -114,3 +114,28 @@ func FuzzJoin(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTrim checks that Trim is strings.TrimSpace.
+func FuzzTrim(f *testing.F) {
+	for _, s := range []string{"", "a", " a", "a ", "\tEUR\r", "\u00a0x", "x\u00a0", "\u2003", "ü", "\x7f", "!~", "12.50"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Trim(s), strings.TrimSpace(s); got != want {
+			t.Fatalf("Trim(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+func TestMemoRemembersTheFirstFew(t *testing.T) {
+	var m Memo[int]
+	for i := range memoSize + 5 {
+		m.Put(strings.Repeat("x", i+1), i)
+	}
+	if v, ok := m.Get("xxx"); !ok || v != 2 {
+		t.Errorf(`Get("xxx") = %d, %v, want 2, true`, v, ok)
+	}
+	if v, ok := m.Get(strings.Repeat("x", memoSize+1)); ok {
+		t.Errorf("Get of the value after the first %d = %d, true; want it forgotten", memoSize, v)
+	}
+}
