@@ -66,17 +66,42 @@ type Store interface {
 	Sources(ctx context.Context) ([]SourceRecord, error)
 	// SourceRows returns what IngestSource wrote for a source, in order.
 	SourceRows(ctx context.Context, sourceID int64) (*SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error)
+	// RejectedRows returns the rejected rows of a source, in order: what a
+	// run reports again for an input ingested before.
+	RejectedRows(ctx context.Context, sourceID int64) ([]reconcile.Rejected, error)
 
-	// EvidenceOf returns the evidence of the given sources.
-	EvidenceOf(ctx context.Context, sourceIDs []int64) ([]reconcile.Evidence, error)
 	// LinkedEvidence returns the evidence outside the given sources that
 	// names one of the effect keys (EffectKey) or provider ids (TxID,
 	// PaymentIntent, ParentTxID): what earlier runs saw of those effects.
 	LinkedEvidence(ctx context.Context, p *LinkParams) ([]reconcile.Evidence, error)
-	// ScopeEffects returns the effects a run classifies: every effect not
-	// finally reconciled (and not abandoned), and every effect whose key or
-	// external id is among p's.
-	ScopeEffects(ctx context.Context, p *LinkParams) ([]reconcile.Effect, error)
+	// Coverage returns what the evidence of the given sources reports on:
+	// each provider and kind, with the latest time of its records.
+	Coverage(ctx context.Context, sourceIDs []int64) ([]CoverageEnd, error)
+	// MatchPartitions prepares the matching of a run inside the ledger and
+	// hands it to match one partition at a time, in the order of the
+	// partitions' keys. The effects a run classifies (its scope) are every
+	// effect not finally reconciled and not abandoned, and every effect
+	// whose key or external id the run's evidence names (a late duplicate
+	// re-opens a confirmed effect). The evidence is the run's records of
+	// the kinds the steps make (p.Kinds), and the earlier records that
+	// name an effect in scope by key or by its external id.
+	//
+	// The ledger links, in a few set-based statements, each provider
+	// transaction (the records matcher.Transactions merges) to the effect
+	// matcher.Match links it to, and puts it in that effect's partition; a
+	// transaction that links to nothing goes to the partition its own id
+	// falls in. A partition therefore holds everything the matcher needs
+	// to classify its effects as one match over all of the data would.
+	// Partitions are read in a compact form: no raw row, metadata,
+	// description, raw kind, fee or source hash.
+	//
+	// The confirmations match returns are recorded before the next
+	// partition is read: each effect's state becomes confirmed and final
+	// (its since kept when it was confirmed already), and an attempted
+	// effect is confirmed with the given id, conditional on it still being
+	// attempted. An error from match stops the matching and is returned;
+	// the partitions recorded before it stay recorded.
+	MatchPartitions(ctx context.Context, p *MatchParams, match func(part *Partition) ([]Confirmation, error)) (*MatchSummary, error)
 	// RecordFindings writes a run's findings in one transaction: a finding
 	// row for each discrepancy other than confirmed, the state of every
 	// classified effect (final as IsFinal says), and, for each confirmed

@@ -1,9 +1,14 @@
 package matcher
 
 import (
+	"cmp"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"reconcile"
 )
@@ -160,19 +165,7 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	for i := range evidence {
 		recs[i] = &evidence[i]
 	}
-	sort.Slice(recs, func(i, j int) bool {
-		a, b := recs[i], recs[j]
-		if a.URI != b.URI {
-			return a.URI < b.URI
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		if a.Raw != b.Raw {
-			return a.Raw < b.Raw
-		}
-		return a.TxID < b.TxID
-	})
+	slices.SortFunc(recs, compareRecords)
 	chargeOfIntent := map[string]string{}
 	for _, r := range recs {
 		if r.Kind == reconcile.KindCharge && r.TxID != "" && r.PaymentIntent != "" {
@@ -186,8 +179,8 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		kind     reconcile.Kind
 		id       string
 	}
-	index := map[key]int{}
-	var out []reconcile.Transaction
+	index := make(map[key]int, len(recs))
+	out := make([]reconcile.Transaction, 0, len(recs))
 	for _, r := range recs {
 		id := r.TxID
 		if id == "" && r.PaymentIntent != "" {
@@ -198,9 +191,21 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 			}
 		}
 		if id == "" {
-			id = fmt.Sprintf("%s:%d", r.URI, r.Line) // a record of its own
+			// A record of its own, named by where it was read; records that
+			// share a line (entries of a one-line JSON array) are told apart
+			// by what they say, never by their position among the others,
+			// so that the name does not depend on which other records are
+			// matched with it.
+			id = r.URI + ":" + strconv.Itoa(r.Line)
 			if _, dup := index[key{r.Provider, r.Kind, id}]; dup {
-				id = fmt.Sprintf("%s:%d#%d", r.URI, r.Line, len(out))
+				base := id + "#" + recordHash(r)
+				id = base
+				for n := 2; ; n++ {
+					if _, dup := index[key{r.Provider, r.Kind, id}]; !dup {
+						break
+					}
+					id = base + "." + strconv.Itoa(n)
+				}
 			}
 		}
 		k := key{r.Provider, r.Kind, id}
@@ -212,17 +217,52 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		}
 		merge(&out[i], r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := &out[i], &out[j]
-		if a.Provider != b.Provider {
-			return a.Provider < b.Provider
-		}
-		if a.ID != b.ID {
-			return a.ID < b.ID
-		}
-		return a.Kind < b.Kind
+	slices.SortFunc(out, func(a, b reconcile.Transaction) int {
+		return cmp.Or(strings.Compare(a.Provider, b.Provider), strings.Compare(a.ID, b.ID), strings.Compare(string(a.Kind), string(b.Kind)))
 	})
 	return out
+}
+
+// compareRecords orders evidence records by where they were read, then by
+// everything the matcher reads of them, so that the order (and with it the
+// record whose amount a merged transaction keeps) does not depend on the
+// order of the inputs. Records equal in all of it are interchangeable.
+func compareRecords(a, b *reconcile.Evidence) int {
+	return cmp.Or(
+		strings.Compare(a.URI, b.URI),
+		cmp.Compare(a.Line, b.Line),
+		strings.Compare(a.TxID, b.TxID),
+		strings.Compare(string(a.Kind), string(b.Kind)),
+		cmp.Compare(a.Amount.Minor, b.Amount.Minor),
+		strings.Compare(a.Amount.Currency, b.Amount.Currency),
+		a.Time.Compare(b.Time),
+		strings.Compare(a.EffectKey, b.EffectKey),
+		strings.Compare(a.PaymentIntent, b.PaymentIntent),
+		strings.Compare(a.ParentTxID, b.ParentTxID),
+		strings.Compare(a.ParentEffectKey, b.ParentEffectKey),
+		strings.Compare(a.Provider, b.Provider),
+		compareBool(a.Failed, b.Failed),
+		compareBool(a.Pending, b.Pending),
+	)
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
+}
+
+// recordHash is a short digest of what a record says, which names a record
+// with no provider id apart from others on the same line.
+func recordHash(r *reconcile.Evidence) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00%s\x00%v\x00%v",
+		r.Kind, r.Provider, r.Amount.Minor, r.Amount.Currency, r.Time.Format(time.RFC3339Nano), r.EffectKey, r.ParentEffectKey, r.ParentTxID, r.Failed, r.Pending)
+	return fmt.Sprintf("%08x", h.Sum32())
 }
 
 // merge folds one more record of a transaction into it: the first record's

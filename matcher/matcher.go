@@ -34,38 +34,59 @@ type Effect struct {
 // FromLedger reads what the matcher needs from a ledger row.
 func FromLedger(e *reconcile.Effect) (Effect, error) {
 	out := Effect{Key: e.Key, Provider: e.Provider, Step: e.Step, Status: e.Status, ExternalID: e.ExternalID, CreatedAt: e.CreatedAt}
+	var err error
+	if amount, has, cur, ok := plainRequest(e.Request); ok {
+		out.Amount, out.HasAmount, out.Currency = amount, has, cur
+	} else if out.Amount, out.HasAmount, out.Currency, err = decodeRequest(e.Request); err != nil {
+		return out, fmt.Errorf("effect %s: %w", e.Key, err)
+	}
+	return out, nil
+}
+
+// decodeRequest reads the amount and currency of any request.
+func decodeRequest(b []byte) (amount int64, hasAmount bool, currency string, err error) {
 	var req struct {
 		Amount   *json.Number `json:"amount"`
 		Currency string       `json:"currency"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(e.Request))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&req); err != nil {
-		return out, fmt.Errorf("effect %s: request: %w", e.Key, err)
+		return 0, false, "", fmt.Errorf("request: %w", err)
 	}
 	if req.Amount != nil {
 		n, err := req.Amount.Int64()
 		if err != nil {
-			return out, fmt.Errorf("effect %s: request amount %s is not an integer of minor units", e.Key, *req.Amount)
+			return 0, false, "", fmt.Errorf("request amount %s is not an integer of minor units", *req.Amount)
 		}
-		out.Amount, out.HasAmount = n, true
+		amount, hasAmount = n, true
 	}
-	out.Currency = strings.ToUpper(strings.TrimSpace(req.Currency))
-	return out, nil
+	return amount, hasAmount, strings.ToUpper(strings.TrimSpace(req.Currency)), nil
+}
+
+// stepKinds are the kinds of provider transaction the steps make.
+var stepKinds = map[string]reconcile.Kind{
+	"charge": reconcile.KindCharge, "capture": reconcile.KindCharge,
+	"refund": reconcile.KindRefund, "compensate": reconcile.KindRefund,
+	"payout": reconcile.KindPayout,
 }
 
 // ExpectedKind is the kind of provider transaction an effect's step makes,
 // and false for a step that leaves no money evidence (an email).
 func ExpectedKind(step string) (reconcile.Kind, bool) {
-	switch step {
-	case "charge", "capture":
-		return reconcile.KindCharge, true
-	case "refund", "compensate":
-		return reconcile.KindRefund, true
-	case "payout":
-		return reconcile.KindPayout, true
+	k, ok := stepKinds[step]
+	return k, ok
+}
+
+// StepKinds returns, for every step that leaves money evidence, the kind of
+// provider transaction it makes: ExpectedKind as a table, for a ledger that
+// links evidence to effects in its own query language.
+func StepKinds() map[string]reconcile.Kind {
+	out := make(map[string]reconcile.Kind, len(stepKinds))
+	for s, k := range stepKinds {
+		out[s] = k
 	}
-	return "", false
+	return out
 }
 
 // IsCompensation reports whether an effect is a compensation (depth 1):
@@ -130,8 +151,12 @@ func Match(in *Input) *Result {
 	byExternal := make(map[string]int, len(effects))
 	for i := range effects {
 		byKey[effects[i].Key] = i
-		if id := effects[i].ExternalID; id != "" {
-			byExternal[effects[i].Provider+"\x00"+id] = i
+		kind, ok := ExpectedKind(effects[i].Step)
+		if id := effects[i].ExternalID; id != "" && ok {
+			// Effects that share an external id (a charge and its refund
+			// may both record the payment intent) are told apart by the
+			// kind they make; among those of one kind, the greatest key.
+			byExternal[externalKey(effects[i].Provider, id, kind)] = i
 		}
 	}
 	linked := make([][]*reconcile.Transaction, len(effects))
@@ -165,6 +190,10 @@ func Match(in *Input) *Result {
 	return res
 }
 
+func externalKey(provider, id string, kind reconcile.Kind) string {
+	return provider + "\x00" + id + "\x00" + string(kind)
+}
+
 // link finds the effect a transaction belongs to: by effect key first, then
 // by the provider's ids against the ledger's external ids. A link only holds
 // when the effect's step makes transactions of the transaction's kind.
@@ -182,7 +211,7 @@ func link(tx *reconcile.Transaction, effects []Effect, byKey, byExternal map[str
 		if id == "" {
 			continue
 		}
-		if i, ok := byExternal[tx.Provider+"\x00"+id]; ok && fits(i) {
+		if i, ok := byExternal[externalKey(tx.Provider, id, tx.Kind)]; ok {
 			return i, true
 		}
 	}

@@ -27,7 +27,7 @@ func ev(id string, kind reconcile.Kind, amount int64, key string) reconcile.Evid
 }
 
 func match(effects []Effect, evidence []reconcile.Evidence) *Result {
-	scope, cut := Window(evidence, cutoff, 0)
+	scope, cut := Window(Ends(evidence), cutoff, 0)
 	if len(evidence) == 0 {
 		scope = map[Coverage]bool{{"stripe", reconcile.KindCharge}: true, {"stripe", reconcile.KindRefund}: true}
 		cut = map[string]time.Time{"stripe": cutoff}
@@ -140,6 +140,21 @@ func TestClassification(t *testing.T) {
 				return e
 			}()},
 			[]string{"confirmed r:charge:3 [ch_z] exp 700 obs 700 {}"}, 0},
+		{"effects that share an external id are told apart by the kind they make", []Effect{func() Effect {
+			e := charge("r:charge:5", 1000)
+			e.ExternalID = "pi_5"
+			return e
+		}(), {Key: "r:refund:5", Provider: "stripe", Step: "refund", ExternalID: "pi_5", CreatedAt: t0, Amount: 400, HasAmount: true, Currency: "EUR"}},
+			[]reconcile.Evidence{func() reconcile.Evidence {
+				e := ev("ch_5", reconcile.KindCharge, 1000, "")
+				e.PaymentIntent = "pi_5"
+				return e
+			}(), func() reconcile.Evidence {
+				e := ev("re_5", reconcile.KindRefund, -400, "")
+				e.PaymentIntent = "pi_5"
+				return e
+			}()},
+			[]string{"confirmed r:charge:5 [ch_5] exp 1000 obs 1000 {}", "confirmed r:refund:5 [re_5] exp 400 obs 400 {}"}, 0},
 		{"a payment intent event without its charge id is the same transaction as the charge", []Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{func() reconcile.Evidence {
 				e := ev("", reconcile.KindCharge, 1000, "r:charge:0")
@@ -172,7 +187,7 @@ func TestClassification(t *testing.T) {
 func TestWindow(t *testing.T) {
 	evidence := []reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1, ""), ev("re_a", reconcile.KindRefund, -1, "")}
 	evidence[1].Time = t0.Add(48 * time.Hour)
-	scope, cut := Window(evidence, time.Time{}, 24*time.Hour)
+	scope, cut := Window(Ends(evidence), time.Time{}, 24*time.Hour)
 	if !scope[Coverage{"stripe", reconcile.KindCharge}] || !scope[Coverage{"stripe", reconcile.KindRefund}] || scope[Coverage{"stripe", reconcile.KindPayout}] {
 		t.Errorf("scope = %v", scope)
 	}
@@ -180,7 +195,7 @@ func TestWindow(t *testing.T) {
 		t.Errorf("cutoff = %v, want the end of the evidence minus the lag, %v", cut["stripe"], want)
 	}
 	asOf := t0.Add(100 * time.Hour)
-	if _, cut := Window(evidence, asOf, time.Hour); !cut["stripe"].Equal(asOf.Add(-time.Hour)) {
+	if _, cut := Window(Ends(evidence), asOf, time.Hour); !cut["stripe"].Equal(asOf.Add(-time.Hour)) {
 		t.Errorf("cutoff with --as-of = %v, want %v", cut["stripe"], asOf.Add(-time.Hour))
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -204,7 +208,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 			return nil, err
 		}
 		if in.AlreadyIngested { // report its rejected rows as the first run did
-			_, _, rej, err := store.SourceRows(ctx, id)
+			rej, err := store.RejectedRows(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -218,62 +222,42 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		res.Rejected = append(res.Rejected, c.rows...)
 	}
 	phase("ingest")
-	evidence, err := store.EvidenceOf(ctx, sourceIDs)
+	cover, err := store.Coverage(ctx, sourceIDs)
 	if err != nil {
 		return nil, err
 	}
-	phase("read evidence")
-	scope, cutoff := matcher.Window(evidence, asOf, lag)
+	ends := make(map[matcher.Coverage]time.Time, len(cover))
+	for _, c := range cover {
+		ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = c.End
+	}
+	scope, cutoff := matcher.Window(ends, asOf, lag)
 	res.AsOf = coverageEnd(asOf, cutoff, lag)
-
-	link := &ledgerdb.LinkParams{}
-	for i := range evidence {
-		e := &evidence[i]
-		link.Keys = appendNonEmpty(link.Keys, e.EffectKey)
-		link.IDs = appendNonEmpty(link.IDs, e.TxID, e.PaymentIntent, e.ParentTxID)
-	}
-	ledgerEffects, err := store.ScopeEffects(ctx, link)
+	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: pageFrom}, created: map[string]time.Time{}, log: a.log,
+		linked: func() { phase("link") }}
+	stopMatch := a.showProgress(func() string { return fmt.Sprintf("matching: partition %d of %d", m.done.Load(), m.count.Load()) })
+	sum, err := store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: runID, Sources: sourceIDs, Kinds: matcher.StepKinds()}, m.match)
+	stopMatch()
 	if err != nil {
 		return nil, err
 	}
-	effects := make([]matcher.Effect, 0, len(ledgerEffects))
-	created := make(map[string]time.Time, len(ledgerEffects))
-	earlier := &ledgerdb.LinkParams{ExcludeSources: sourceIDs}
-	for i := range ledgerEffects {
-		e, err := matcher.FromLedger(&ledgerEffects[i])
-		if err != nil {
-			a.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
-		}
-		effects = append(effects, e)
-		created[e.Key] = e.CreatedAt
-		earlier.Keys = append(earlier.Keys, e.Key)
-		earlier.IDs = appendNonEmpty(earlier.IDs, e.ExternalID)
-	}
-	phase("scope")
-	before, err := store.LinkedEvidence(ctx, earlier)
-	if err != nil {
-		return nil, err
-	}
-	phase("earlier evidence")
-	found := matcher.Match(&matcher.Input{Effects: effects, Evidence: append(evidence, before...), Cutoff: cutoff, Scope: scope,
-		EscalateUnexpected: pageFrom})
-	found.Discrepancies = onlyThisRunsUnexpected(found.Discrepancies, evidence)
-	phase("match")
+	kept := m.sorted()
+	a.log.Debug("partitions matched", "partitions", sum.Partitions, "effects", sum.Effects, "records", sum.Records,
+		"matching", m.matching.Round(time.Millisecond), "reading_and_recording", (time.Since(start) - m.matching).Round(time.Millisecond))
+	phase("partitions")
 	var done, total atomic.Int64
 	ap.Progress = func(d, t int) { done.Store(int64(d)); total.Store(int64(t)) }
 	stop := a.showProgress(func() string { return fmt.Sprintf("applying: %d of %d actions", done.Load(), total.Load()) })
-	acted, err := ap.Act(ctx, found.Discrepancies)
+	acted, err := ap.Act(ctx, kept)
 	stop()
 	if err != nil {
 		return nil, err
 	}
 	phase("act")
-	crashHook()("run:acted") // everything is made; nothing of this run is recorded yet
+	crashHook()("run:acted") // everything is made; of this run only the confirmations are recorded yet
 	if _, err := store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: runID, Discrepancies: acted.Discrepancies}); err != nil {
 		return nil, err
 	}
 	phase("record")
-	found.Discrepancies = acted.Discrepancies
 	for _, o := range acted.Orphans {
 		res.Orphans = append(res.Orphans, report.Orphan{Key: o.Key, StaleOwner: o.StaleOwner, StaleFence: o.StaleFence, StaleResult: string(o.StaleResult),
 			CurrentOwner: o.CurrentOwner, CurrentFence: o.CurrentFence, CurrentState: string(o.CurrentState)})
@@ -281,14 +265,16 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	for _, c := range reconcile.Classes {
 		res.Counts[string(c)] = 0
 	}
-	for _, d := range found.Discrepancies {
+	res.Counts[string(reconcile.Confirmed)] = m.confirmed
+	for i := range acted.Discrepancies {
+		d := &acted.Discrepancies[i]
 		res.Counts[string(d.Class)]++
 		if d.Class == reconcile.Confirmed {
 			continue
 		}
 		out := report.Discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency,
 			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: d.Reason,
-			Time: created[d.EffectKey]}
+			Time: m.created[d.EffectKey]}
 		if d.EffectKey == "" && len(d.Transactions) > 0 {
 			out.Time = d.Transactions[0].Time
 		}
@@ -301,10 +287,100 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		}
 		res.Discrepancies = append(res.Discrepancies, out)
 	}
-	res.OutOfScope = found.OutOfScope
+	res.OutOfScope = m.outOfScope
 	res.FinishedAt = time.Now().UTC()
-	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "evidence", len(evidence), "effects", len(effects))
+	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "records", sum.Records, "effects", sum.Effects,
+		"partitions", sum.Partitions, "confirmed_now", sum.Confirmed)
 	return res, nil
+}
+
+// partitionMatch classifies a run one partition at a time. Confirmed
+// effects are handed back to the ledger at once, and forgotten; the other
+// findings (a few percent) are kept for the actions and the result.
+type partitionMatch struct {
+	in         matcher.Input // the cutoffs, scope and paging thresholds
+	log        *slog.Logger
+	kept       []reconcile.Discrepancy
+	created    map[string]time.Time // when each kept finding's effect was created
+	confirmed  int
+	outOfScope int
+	done       atomic.Int64 // partitions matched, for the progress line
+	count      atomic.Int64
+	linked     func()        // called when the first partition comes: the ledger has linked the evidence
+	matching   time.Duration // spent classifying, as opposed to reading and recording
+}
+
+// match classifies one partition and returns the confirmations to record:
+// every confirmed effect but those already confirmed and final with
+// nothing left to write. A confirmed compensation is kept instead, since
+// the actions may yet escalate it.
+func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+	if part.Index == 0 && m.linked != nil {
+		m.linked()
+	}
+	defer func(t time.Time) { m.matching += time.Since(t) }(time.Now())
+	m.count.Store(int64(part.Count))
+	in := m.in
+	in.Effects = make([]matcher.Effect, len(part.Effects))
+	byKey := make(map[string]int, len(part.Effects))
+	for i := range part.Effects {
+		e, err := matcher.FromLedger(&part.Effects[i].Effect)
+		if err != nil {
+			m.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
+		}
+		in.Effects[i] = e
+		byKey[e.Key] = i
+	}
+	in.Evidence = append(part.Evidence, part.Earlier...)
+	found := matcher.Match(&in)
+	ds := found.Discrepancies
+	if len(part.Earlier) > 0 {
+		ds = onlyThisRunsUnexpected(ds, part.Evidence)
+	}
+	m.outOfScope += found.OutOfScope
+	var confs []ledgerdb.Confirmation
+	for i := range ds {
+		d := &ds[i]
+		j, isEffect := byKey[d.EffectKey]
+		if d.Class == reconcile.Confirmed && isEffect && !matcher.IsCompensation(&in.Effects[j]) {
+			m.confirmed++
+			e := &part.Effects[j]
+			c := ledgerdb.Confirmation{Key: e.Key}
+			if e.Status == reconcile.StatusAttempted {
+				c.ExternalID = ledgerdb.ConfirmingID(&d.Transactions[0])
+			} else if e.State == reconcile.Confirmed && e.Final {
+				continue // nothing to write: it stays as the previous run left it
+			}
+			confs = append(confs, c)
+			continue
+		}
+		if isEffect {
+			m.created[d.EffectKey] = part.Effects[j].CreatedAt
+		}
+		m.kept = append(m.kept, *d)
+	}
+	m.done.Add(1)
+	return confs, nil
+}
+
+// sorted returns the kept findings in the order one match over all of the
+// data gives them: effects by key, then unexpected transactions by
+// provider, id and kind.
+func (m *partitionMatch) sorted() []reconcile.Discrepancy {
+	slices.SortFunc(m.kept, func(a, b reconcile.Discrepancy) int {
+		if (a.EffectKey == "") != (b.EffectKey == "") {
+			if a.EffectKey == "" {
+				return 1
+			}
+			return -1
+		}
+		if a.EffectKey != "" {
+			return strings.Compare(a.EffectKey, b.EffectKey)
+		}
+		x, y := &a.Transactions[0], &b.Transactions[0]
+		return cmp.Or(strings.Compare(x.Provider, y.Provider), strings.Compare(x.ID, y.ID), strings.Compare(string(x.Kind), string(y.Kind)))
+	})
+	return m.kept
 }
 
 // ingestProgress shows the bytes and rows read of one input on a terminal.
@@ -318,28 +394,28 @@ func (a *app) ingestProgress(verb, uri string, opt *ingest.Options) (stop func()
 
 // onlyThisRunsUnexpected drops unexpected transactions that no record of
 // this run's inputs describes: earlier evidence read for context was
-// reported by the run that ingested it.
+// reported by the run that ingested it. A transaction is named by its
+// provider, kind and id: a refund whose id is a payment intent does not
+// describe a charge of that intent.
 func onlyThisRunsUnexpected(ds []reconcile.Discrepancy, evidence []reconcile.Evidence) []reconcile.Discrepancy {
-	mine := map[string]bool{}
+	type name struct {
+		provider string
+		kind     reconcile.Kind
+		id       string
+	}
+	mine := map[name]bool{}
 	for _, t := range matcher.Transactions(evidence) {
-		mine[t.Provider+"\x00"+t.ID] = true
+		mine[name{t.Provider, t.Kind, t.ID}] = true
 	}
 	out := ds[:0]
 	for _, d := range ds {
-		if d.Class != reconcile.Unexpected || mine[d.Provider+"\x00"+d.Transactions[0].ID] {
+		if d.Class != reconcile.Unexpected {
+			out = append(out, d)
+		} else if t := &d.Transactions[0]; mine[name{t.Provider, t.Kind, t.ID}] {
 			out = append(out, d)
 		}
 	}
 	return out
-}
-
-func appendNonEmpty(list []string, vs ...string) []string {
-	for _, v := range vs {
-		if v != "" {
-			list = append(list, v)
-		}
-	}
-	return list
 }
 
 // checkReadable reads a source that is not in the ledger yet, writing

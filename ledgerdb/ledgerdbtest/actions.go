@@ -147,7 +147,7 @@ func testResolveAbandonsAndClosesScope(e *env) {
 	if got := e.effect("r:charge:1"); got.Status != reconcile.StatusConfirmed || got.ExternalID != "pi_9" {
 		e.t.Errorf("resolved as confirmed: %s %q, want confirmed pi_9", got.Status, got.ExternalID)
 	}
-	if diff := cmp.Diff([]string(nil), e.scope(&ledgerdb.LinkParams{})); diff != "" {
+	if diff := cmp.Diff([]string(nil), e.scope()); diff != "" {
 		e.t.Errorf("resolved effects still in scope (-want +got):\n%s", diff)
 	}
 	states, err := e.store.EffectStates(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:9"})
@@ -227,7 +227,7 @@ func testCompensatedDuplicateIsFinal(e *env) {
 		Discrepancies: []reconcile.Discrepancy{dup("r:charge:0", reconcile.OutcomeApplied), dup("r:charge:1", reconcile.OutcomeDeferred)}}); err != nil {
 		e.t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"r:charge:1"}, e.scope(&ledgerdb.LinkParams{})); diff != "" {
+	if diff := cmp.Diff([]string{"r:charge:1"}, e.scope()); diff != "" {
 		e.t.Errorf("scope after compensating one duplicate (-want +got):\n%s", diff)
 	}
 }

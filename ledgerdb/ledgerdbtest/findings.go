@@ -3,31 +3,12 @@ package ledgerdbtest
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
 	"reconcile/ledgerdb"
 )
-
-func keysOf(effects []reconcile.Effect) []string {
-	var out []string
-	for _, e := range effects {
-		out = append(out, e.Key)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (e *env) scope(p *ledgerdb.LinkParams) []string {
-	e.t.Helper()
-	got, err := e.store.ScopeEffects(e.ctx, p)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return keysOf(got)
-}
 
 // A confirmed effect is final: later runs do not read it again unless new
 // evidence names it. Open and abandoned effects behave as the contract says.
@@ -41,7 +22,7 @@ func testScopeFollowsOpenEffectsAndNewEvidence(e *env) {
 	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:3"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"r:charge:0", "r:charge:1", "r:charge:2"}, e.scope(&ledgerdb.LinkParams{})); diff != "" {
+	if diff := cmp.Diff([]string{"r:charge:0", "r:charge:1", "r:charge:2"}, e.scope()); diff != "" {
 		e.t.Errorf("scope of a new ledger (-want +got):\n%s", diff)
 	}
 	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
@@ -56,12 +37,17 @@ func testScopeFollowsOpenEffectsAndNewEvidence(e *env) {
 	}}); err != nil {
 		e.t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"r:charge:1"}, e.scope(&ledgerdb.LinkParams{})); diff != "" {
+	if diff := cmp.Diff([]string{"r:charge:1"}, e.scope()); diff != "" {
 		e.t.Errorf("scope after a run (-want +got):\n%s", diff)
 	}
-	// A late duplicate re-opens a confirmed effect: new evidence names it.
-	if diff := cmp.Diff([]string{"r:charge:0", "r:charge:1", "r:charge:2", "r:charge:3"},
-		e.scope(&ledgerdb.LinkParams{Keys: []string{"r:charge:0", "r:charge:3"}, IDs: []string{"pi_2"}})); diff != "" {
+	// A late duplicate re-opens a confirmed effect: new evidence names it,
+	// by key (a fee line's key counts too) or by external id.
+	src := e.ingestEvidence("h1", "late.csv", []reconcile.Evidence{
+		{Provider: "stripe", TxID: "ch_0b", Kind: reconcile.KindCharge, EffectKey: "r:charge:0"},
+		{Provider: "stripe", Kind: reconcile.KindFee, EffectKey: "r:charge:3"},
+		{Provider: "stripe", TxID: "ch_2b", Kind: reconcile.KindCharge, PaymentIntent: "pi_2"},
+	})
+	if diff := cmp.Diff([]string{"r:charge:0", "r:charge:1", "r:charge:2", "r:charge:3"}, e.scope(src)); diff != "" {
 		e.t.Errorf("scope with new evidence (-want +got):\n%s", diff)
 	}
 }
@@ -145,9 +131,9 @@ func testLinkedEvidence(e *env) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ev, err := e.store.EvidenceOf(e.ctx, []int64{second.SourceID})
+	_, ev, _, err := e.store.SourceRows(e.ctx, second.SourceID)
 	if err != nil || len(ev) != 1 || ev[0].SourceHash != "h2" || ev[0].URI != "s.csv" {
-		e.t.Fatalf("EvidenceOf = %+v, %v", ev, err)
+		e.t.Fatalf("SourceRows = %+v, %v", ev, err)
 	}
 	linked, err := e.store.LinkedEvidence(e.ctx, &ledgerdb.LinkParams{Keys: []string{"run_1:charge:1"}, IDs: []string{"pi_2", "ch_0"},
 		ExcludeSources: []int64{second.SourceID}})

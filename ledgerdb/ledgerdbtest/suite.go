@@ -84,6 +84,12 @@ func Exercise(t *testing.T, open Opener) {
 		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
 		{"CompensatedDuplicateIsFinal", testCompensatedDuplicateIsFinal},
 		{"AcknowledgeEscalation", testAcknowledgeEscalation},
+		{"CoverageOfTheRunsSources", testCoverage},
+		{"RejectedRowsOfASource", testRejectedRows},
+		{"MatchPartitionsLinkLikeTheMatcher", testMatchPartitionsLinkLikeTheMatcher},
+		{"MatchPartitionsGiveEffectsAsTheMatcherReadsThem", testMatchPartitionsGiveEffectsAsTheMatcherReadsThem},
+		{"MatchPartitionsAreBounded", testMatchPartitionsAreBounded},
+		{"MatchPartitionsRecordConfirmations", testMatchPartitionsRecordConfirmations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,34 +10,12 @@ import (
 	"reconcile/ledgerdb"
 )
 
-// EvidenceOf implements ledgerdb.Store.
-func (s *Store) EvidenceOf(ctx context.Context, sourceIDs []int64) ([]reconcile.Evidence, error) {
-	return s.queryEvidence(ctx, `WHERE ev.source_id = ANY($1)`, sourceIDs)
-}
-
 // LinkedEvidence implements ledgerdb.Store.
 func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
 	return s.queryEvidence(ctx, `WHERE NOT ev.source_id = ANY($3) AND (
 		(ev.effect_key <> '' AND ev.effect_key = ANY($1)) OR (ev.tx_id <> '' AND ev.tx_id = ANY($2))
 		OR (ev.payment_intent <> '' AND ev.payment_intent = ANY($2)) OR (ev.parent_tx_id <> '' AND ev.parent_tx_id = ANY($2)))`,
 		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
-}
-
-// ScopeEffects implements ledgerdb.Store.
-func (s *Store) ScopeEffects(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Effect, error) {
-	rows, err := s.pool.Query(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response, e.created_at, e.confirmed_at, e.parent_key, e.depth FROM effect e LEFT JOIN effect_state st ON st.key = e.key
-		WHERE (st.final IS NOT TRUE AND e.status <> 'abandoned') OR e.key = ANY($1) OR e.external_id = ANY($2)
-		ORDER BY e.key`, nonNil(p.Keys), nonNil(p.IDs))
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Effect, error) {
-		e, err := scanEffect(r)
-		if err != nil {
-			return reconcile.Effect{}, err
-		}
-		return *e, nil
-	})
 }
 
 // RecordFindings implements ledgerdb.Store.

@@ -28,10 +28,11 @@ var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id",
 	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id",
 	"description", "metadata", "raw"}
 
-// IngestSource implements ledgerdb.Store: the rows go in with COPY, in
-// batches, inside one transaction; the manifest's hash is set last, so a
-// concurrent ingest of the same content fails on the unique hash and rolls
-// back whole.
+// IngestSource implements ledgerdb.Store: the evidence goes in with one
+// COPY that runs while fill parses (see copyStream), the rejected rows with
+// another after it, inside one transaction; the manifest's hash is set
+// last, so a concurrent ingest of the same content fails on the unique hash
+// and rolls back whole.
 func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -40,33 +41,24 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 			return err
 		}
 		id := res.SourceID
-		b := ledgerdb.NewBatcher(
-			func(rows []ledgerdb.SeqEvidence) error {
-				_, err := tx.CopyFrom(ctx, pgx.Identifier{"evidence"}, evidenceCopyCols, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-					r, e := rows[i], rows[i].Evidence
-					var md any
-					if r.Metadata != nil {
-						md = string(r.Metadata)
-					}
-					return []any{id, r.Seq, e.Line, e.Provider, e.TxID, string(e.Kind), e.RawKind, e.Amount.Minor, e.Amount.Currency,
-						e.Fee, nullTime(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent, e.ParentTxID,
-						e.Description, md, e.Raw}, nil
-				}))
-				return err
-			},
-			func(rows []ledgerdb.SeqRejected) error {
-				_, err := tx.CopyFrom(ctx, pgx.Identifier{"rejected_row"}, []string{"source_id", "seq", "line", "reason", "raw"},
-					pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-						r := rows[i].Rejected
-						return []any{id, rows[i].Seq, r.Line, r.Reason, r.Raw}, nil
-					}))
-				return err
-			})
-		rec, err := fill(b)
+		stream, wait := copyInto(ctx, tx, "evidence", evidenceCopyCols)
+		w := &evidenceWriter{stream: stream, source: id, batch: make([][]any, 0, copyBatch)}
+		rec, err := fill(w)
+		if err == nil {
+			err = w.flush()
+		}
+		stream.end(err)
+		if cerr := wait(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return err
 		}
-		if err := b.Flush(); err != nil {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"rejected_row"}, []string{"source_id", "seq", "line", "reason", "raw"},
+			pgx.CopyFromSlice(len(w.rejected), func(i int) ([]any, error) {
+				r := w.rejected[i].Rejected
+				return []any{id, w.rejected[i].Seq, r.Line, r.Reason, r.Raw}, nil
+			})); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE source SET hash = $2, format = $3, bytes = $4, row_count = $5, evidence_count = $6,
@@ -128,16 +120,29 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq`, id)
+	rejected, err := s.rejectedRows(ctx, &rec)
+	return &rec, evidence, rejected, err
+}
+
+// RejectedRows implements ledgerdb.Store.
+func (s *Store) RejectedRows(ctx context.Context, id int64) ([]reconcile.Rejected, error) {
+	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	rejected, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Rejected, error) {
+	return s.rejectedRows(ctx, &rec)
+}
+
+func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord) ([]reconcile.Rejected, error) {
+	rows, err := s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq`, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Rejected, error) {
 		x := reconcile.Rejected{URI: rec.URI}
 		err := r.Scan(&x.Line, &x.Reason, &x.Raw)
 		return x, err
 	})
-	return &rec, evidence, rejected, err
 }
 
 // queryEvidence returns the evidence rows that where selects (ev is the

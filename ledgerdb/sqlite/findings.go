@@ -20,11 +20,6 @@ func jsonList[T any](v []T) string {
 	return string(b)
 }
 
-// EvidenceOf implements ledgerdb.Store.
-func (s *Store) EvidenceOf(ctx context.Context, sourceIDs []int64) ([]reconcile.Evidence, error) {
-	return s.queryEvidence(ctx, `WHERE ev.source_id IN (SELECT value FROM json_each(?))`, jsonList(sourceIDs))
-}
-
 // LinkedEvidence implements ledgerdb.Store.
 func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
 	return s.queryEvidence(ctx, `WHERE ev.source_id NOT IN (SELECT value FROM json_each(?3)) AND (
@@ -33,28 +28,6 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 		OR (ev.payment_intent <> '' AND ev.payment_intent IN (SELECT value FROM json_each(?2)))
 		OR (ev.parent_tx_id <> '' AND ev.parent_tx_id IN (SELECT value FROM json_each(?2))))`,
 		jsonList(p.Keys), jsonList(p.IDs), jsonList(p.ExcludeSources))
-}
-
-// ScopeEffects implements ledgerdb.Store.
-func (s *Store) ScopeEffects(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Effect, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT e.key, e.run_id, e.step, e.provider, e.status, e.external_id, e.request, e.response,
-		e.created_at, e.confirmed_at, e.parent_key, e.depth FROM effect e LEFT JOIN effect_state st ON st.key = e.key
-		WHERE (coalesce(st.final, 0) = 0 AND e.status <> 'abandoned')
-		   OR e.key IN (SELECT value FROM json_each(?1)) OR e.external_id IN (SELECT value FROM json_each(?2))
-		ORDER BY e.key`, jsonList(p.Keys), jsonList(p.IDs))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []reconcile.Effect
-	for rows.Next() {
-		e, err := scanEffect(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *e)
-	}
-	return out, rows.Err()
 }
 
 // RecordFindings implements ledgerdb.Store.

@@ -135,20 +135,34 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rrows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ? ORDER BY seq`, id)
+	rejected, err := s.rejectedRows(ctx, &rec)
+	return &rec, evidence, rejected, err
+}
+
+// RejectedRows implements ledgerdb.Store.
+func (s *Store) RejectedRows(ctx context.Context, id int64) ([]reconcile.Rejected, error) {
+	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	defer rrows.Close()
+	return s.rejectedRows(ctx, &rec)
+}
+
+func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord) ([]reconcile.Rejected, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ? ORDER BY seq`, rec.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
 	var rejected []reconcile.Rejected
-	for rrows.Next() {
+	for rows.Next() {
 		x := reconcile.Rejected{URI: rec.URI}
-		if err := rrows.Scan(&x.Line, &x.Reason, &x.Raw); err != nil {
-			return nil, nil, nil, err
+		if err := rows.Scan(&x.Line, &x.Reason, &x.Raw); err != nil {
+			return nil, err
 		}
 		rejected = append(rejected, x)
 	}
-	return &rec, evidence, rejected, rrows.Err()
+	return rejected, rows.Err()
 }
 
 // queryEvidence returns the evidence rows that where selects (ev is the

@@ -1,0 +1,413 @@
+package ledgerdbtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// stepKinds is the table matcher.StepKinds gives.
+var stepKinds = map[string]reconcile.Kind{"charge": reconcile.KindCharge, "capture": reconcile.KindCharge,
+	"refund": reconcile.KindRefund, "compensate": reconcile.KindRefund, "payout": reconcile.KindPayout}
+
+// ingestEvidence writes a source of the given records and returns its id.
+func (e *env) ingestEvidence(hash, uri string, evs []reconcile.Evidence) int64 {
+	e.t.Helper()
+	res, err := e.store.IngestSource(e.ctx, &ledgerdb.IngestParams{URI: uri}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+		for i := range evs {
+			evs[i].URI = uri
+			if evs[i].Line == 0 {
+				evs[i].Line = i + 2
+			}
+			if err := w.Evidence(&evs[i]); err != nil {
+				return nil, err
+			}
+		}
+		return &ledgerdb.SourceRecord{Format: "test", Hash: hash, Rows: len(evs), Evidence: len(evs)}, nil
+	})
+	if err != nil || res.Duplicate {
+		e.t.Fatalf("IngestSource(%s) = %+v, %v", hash, res, err)
+	}
+	return res.SourceID
+}
+
+// partitions runs MatchPartitions over the given sources and returns what
+// each partition held; match, when set, answers for each.
+func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partition) []ledgerdb.Confirmation) ([]*ledgerdb.Partition, *ledgerdb.MatchSummary) {
+	e.t.Helper()
+	var parts []*ledgerdb.Partition
+	sum, err := e.store.MatchPartitions(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, Kinds: stepKinds, PartitionSize: size},
+		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+			parts = append(parts, p)
+			if match == nil {
+				return nil, nil
+			}
+			return match(p), nil
+		})
+	if err != nil {
+		e.t.Fatalf("MatchPartitions: %v", err)
+	}
+	return parts, sum
+}
+
+// scope returns the keys of the effects a run over the given sources
+// classifies.
+func (e *env) scope(sources ...int64) []string {
+	e.t.Helper()
+	parts, _ := e.partitions(0, sources, nil)
+	var keys []string
+	for _, p := range parts {
+		for _, x := range p.Effects {
+			keys = append(keys, x.Key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func charge(key, provider, step string, status reconcile.Status, externalID string, at time.Time) reconcile.Effect {
+	return reconcile.Effect{Key: key, RunID: "r", Step: step, Provider: provider, Status: status, ExternalID: externalID, CreatedAt: at,
+		Request: json.RawMessage(`{"amount": 1000, "currency": "eur", "metadata": {"effect_key": "` + key + `"}}`)}
+}
+
+// The ledger puts each transaction in the partition of the effect the
+// matcher links it to: by the smallest key its records name of an effect
+// that makes its kind, else by its id, payment intent or parent against
+// the external ids of the effects in scope that make its kind. Records of
+// one transaction stay together, earlier evidence of an effect in scope
+// comes along, and what links to nothing is on its own.
+func testMatchPartitionsLinkLikeTheMatcher(e *env) {
+	t0 := e.clock.Now()
+	effects := []reconcile.Effect{
+		charge("r:charge:1", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:2", "stripe", "charge", reconcile.StatusConfirmed, "pi_2", t0),
+		charge("r:refund:3", "stripe", "refund", reconcile.StatusConfirmed, "re_3", t0),
+		charge("r:charge:4", "stripe", "charge", reconcile.StatusConfirmed, "ch_4", t0),
+		charge("r:payout:5", "adyen", "payout", reconcile.StatusConfirmed, "PSP5", t0),
+		charge("r:charge:6", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:7", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:8", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:9", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:10", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:11", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:12", "stripe", "charge", reconcile.StatusConfirmed, "pi_12", t0),
+		charge("r:charge:13", "stripe", "charge", reconcile.StatusConfirmed, "pi_13", t0),
+		charge("r:charge:14", "stripe", "charge", reconcile.StatusAbandoned, "pi_14", t0),
+		charge("r:charge:15", "adyen", "charge", reconcile.StatusConfirmed, "pi_2", t0),
+		charge("r:charge:16a", "stripe", "charge", reconcile.StatusConfirmed, "pi_16", t0),
+		charge("r:charge:16b", "stripe", "refund", reconcile.StatusConfirmed, "pi_16", t0),
+		charge("r:notify:17", "ses", "notify", reconcile.StatusAttempted, "", t0),
+	}
+	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
+		e.t.Fatal(err)
+	}
+	// r:charge:12 and 13 are confirmed and final: only 12 is named again.
+	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+		e.t.Fatal(err)
+	}
+	var final []reconcile.Discrepancy
+	for _, k := range []string{"r:charge:12", "r:charge:13"} {
+		final = append(final, reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: k, Provider: "stripe",
+			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "x"}}})
+	}
+	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: final}); err != nil {
+		e.t.Fatal(err)
+	}
+	ev := func(provider, id string, kind reconcile.Kind, key, intent, parent string) reconcile.Evidence {
+		return reconcile.Evidence{Provider: provider, TxID: id, Kind: kind, RawKind: string(kind), Amount: reconcile.Money{Minor: 1000, Currency: "EUR"},
+			Time: t0, EffectKey: key, PaymentIntent: intent, ParentTxID: parent, Description: "d", Metadata: map[string]string{"k": "v"}, Raw: "raw " + id}
+	}
+	e.ingestEvidence("h0", "old.csv", []reconcile.Evidence{
+		ev("stripe", "ch_11", reconcile.KindCharge, "r:charge:11", "", ""),  // names an effect in scope: read
+		ev("stripe", "ch_4", reconcile.KindCharge, "", "", ""),              // an external id in scope: read, and one transaction with this run's ch_4
+		ev("stripe", "ch_old", reconcile.KindCharge, "r:charge:13", "", ""), // names an effect out of scope: not read
+		ev("stripe", "ch_1", reconcile.KindCharge, "", "", ""),              // names nothing in scope: not read
+	})
+	run := e.ingestEvidence("h1", "new.csv", []reconcile.Evidence{
+		ev("stripe", "ch_1", reconcile.KindCharge, "r:charge:1", "pi_1", ""),
+		ev("stripe", "ch_1", reconcile.KindCharge, "", "", ""),               // the same transaction in a webhook
+		ev("stripe", "ch_2", reconcile.KindCharge, "", "pi_2", ""),           // by payment intent, not adyen's pi_2
+		ev("stripe", "re_3", reconcile.KindRefund, "r:charge:1", "pi_1", ""), // r:charge:1 makes no refunds: by its id
+		ev("stripe", "ch_4", reconcile.KindCharge, "", "", ""),               // by its own id
+		ev("adyen", "PSP5b/MOD", reconcile.KindPayout, "", "", "PSP5"),       // by its parent
+		ev("stripe", "ch_6a", reconcile.KindCharge, "r:charge:6", "", ""),
+		ev("stripe", "ch_6b", reconcile.KindCharge, "r:charge:6", "", ""),
+		ev("stripe", "ch_7", reconcile.KindCharge, "r:charge:8", "", ""), // two keys: the smallest wins
+		ev("stripe", "ch_7", reconcile.KindCharge, "r:charge:7", "", ""),
+		ev("stripe", "", reconcile.KindCharge, "", "pi_9", ""), // its charge's id comes from the record below
+		ev("stripe", "ch_9", reconcile.KindCharge, "r:charge:9", "pi_9", ""),
+		ev("stripe", "", reconcile.KindCharge, "r:charge:10", "", ""), // a record of its own, by key
+		ev("stripe", "", reconcile.KindCharge, "", "", ""),            // a record of its own, linking to nothing
+		ev("stripe", "ch_u", reconcile.KindCharge, "", "", ""),        // unexpected
+		ev("stripe", "ch_12", reconcile.KindCharge, "r:charge:12", "", ""),
+		ev("stripe", "ch_14", reconcile.KindCharge, "", "pi_14", ""),
+		ev("stripe", "ch_16", reconcile.KindCharge, "", "pi_16", ""), // pi_16 is also a refund's: the effect that makes charges
+		ev("stripe", "", reconcile.KindFee, "r:charge:1", "", ""),    // fees link to nothing and are not read
+	})
+	parts, sum := e.partitions(1, []int64{run}, nil)
+
+	want := map[string][]string{ // effect → the records of its partition (id@uri:line)
+		"r:charge:1": {"ch_1@new.csv:2", "ch_1@new.csv:3"}, "r:charge:2": {"ch_2@new.csv:4"},
+		"r:refund:3": {"re_3@new.csv:5"}, "r:charge:4": {"ch_4@new.csv:6", "ch_4@old.csv:3"}, "r:payout:5": {"PSP5b/MOD@new.csv:7"},
+		"r:charge:6": {"ch_6a@new.csv:8", "ch_6b@new.csv:9"}, "r:charge:7": {"ch_7@new.csv:10", "ch_7@new.csv:11"}, "r:charge:8": nil,
+		"r:charge:9": {"@new.csv:12", "ch_9@new.csv:13"}, "r:charge:10": {"@new.csv:14"}, "r:charge:11": {"ch_11@old.csv:2"},
+		"r:charge:12": {"ch_12@new.csv:17"}, "r:charge:14": {"ch_14@new.csv:18"}, "r:charge:15": nil,
+		"r:charge:16a": {"ch_16@new.csv:19"}, "r:charge:16b": nil, "r:notify:17": nil,
+	}
+	got := map[string][]string{}
+	var alone []string // records in partitions without an effect
+	for i, p := range parts {
+		if p.Index != i || p.Count != len(parts) {
+			e.t.Errorf("partition %d says it is %d of %d", i, p.Index, p.Count)
+		}
+		var recs []string
+		for _, x := range append(append([]reconcile.Evidence{}, p.Evidence...), p.Earlier...) {
+			recs = append(recs, fmt.Sprintf("%s@%s:%d", x.TxID, x.URI, x.Line))
+			if x.Raw != "" || x.Metadata != nil || x.Description != "" || x.RawKind != "" || x.SourceHash != "" {
+				e.t.Errorf("record %s is not compact: %+v", x.TxID, x)
+			}
+		}
+		for _, x := range p.Earlier {
+			if x.URI != "old.csv" {
+				e.t.Errorf("record %s@%s given as earlier evidence", x.TxID, x.URI)
+			}
+		}
+		sort.Strings(recs)
+		switch len(p.Effects) {
+		case 0:
+			alone = append(alone, recs...)
+		case 1:
+			got[p.Effects[0].Key] = recs
+		default:
+			e.t.Errorf("partition %d of size 1 holds %d effects", i, len(p.Effects))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("records by effect (-want +got):\n%s", diff)
+	}
+	sort.Strings(alone)
+	if diff := cmp.Diff([]string{"@new.csv:15", "ch_u@new.csv:16"}, alone); diff != "" {
+		e.t.Errorf("records that link to nothing (-want +got):\n%s", diff)
+	}
+	if sum.Effects != len(want) || sum.Records != 20 || sum.Partitions != len(parts) {
+		e.t.Errorf("summary = %+v, want %d effects, 20 records, %d partitions", sum, len(want), len(parts))
+	}
+}
+
+// An effect in scope comes with what the matcher reads of it: the amount
+// and currency of its request, and the state the previous run left.
+func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
+	t0 := e.clock.Now()
+	a := charge("r:charge:0", "stripe", "charge", reconcile.StatusAttempted, "", t0)
+	b := charge("r:charge:1", "stripe", "refund", reconcile.StatusConfirmed, "re_1", t0)
+	b.Request = json.RawMessage(`{"charge": "ch_1"}`)
+	c := charge("r:charge:2", "stripe", "charge", reconcile.StatusAttempted, "", t0)
+	c.Request = json.RawMessage(`["not", "an", "object"]`)
+	if err := e.store.LoadEffects(e.ctx, []reconcile.Effect{a, b, c}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0",
+		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.Missing, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
+		e.t.Fatal(err)
+	}
+	parts, _ := e.partitions(0, nil, nil)
+	if len(parts) != 1 || len(parts[0].Effects) != 3 {
+		e.t.Fatalf("partitions = %+v, want one with three effects", parts)
+	}
+	got := map[string]ledgerdb.ScopedEffect{}
+	for _, x := range parts[0].Effects {
+		got[x.Key] = x
+	}
+	for key, want := range map[string]struct {
+		request string
+		state   reconcile.Class
+		status  reconcile.Status
+		ext     string
+	}{
+		"r:charge:0": {`{"amount": 1000, "currency": "eur"}`, reconcile.Missing, reconcile.StatusAttempted, ""},
+		"r:charge:1": {`{"amount": null, "currency": null}`, "", reconcile.StatusConfirmed, "re_1"},
+		"r:charge:2": {`["not", "an", "object"]`, "", reconcile.StatusAttempted, ""},
+	} {
+		x := got[key]
+		jsonEqual(e.t, x.Request, want.request)
+		if x.State != want.state || x.Final || x.Status != want.status || x.ExternalID != want.ext || !x.CreatedAt.Equal(t0) || x.Provider != "stripe" {
+			e.t.Errorf("%s = %+v; want state %q, status %s, external id %q, created %v", key, x, want.state, want.status, want.ext, t0)
+		}
+	}
+}
+
+// Partitions hold about the size asked for, every effect in scope is in
+// exactly one, and they come in the order of their keys.
+func testMatchPartitionsAreBounded(e *env) {
+	var effects []reconcile.Effect
+	var evs []reconcile.Evidence
+	for i := range 23 {
+		key := fmt.Sprintf("r:charge:%02d", i)
+		effects = append(effects, charge(key, "stripe", "charge", reconcile.StatusAttempted, "", e.clock.Now()))
+		evs = append(evs, reconcile.Evidence{Provider: "stripe", TxID: fmt.Sprintf("ch_%02d", i), Kind: reconcile.KindCharge, EffectKey: key})
+		evs = append(evs, reconcile.Evidence{Provider: "stripe", TxID: fmt.Sprintf("ch_u%02d", i), Kind: reconcile.KindCharge})
+	}
+	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
+		e.t.Fatal(err)
+	}
+	src := e.ingestEvidence("h1", "s.csv", evs)
+	parts, sum := e.partitions(5, []int64{src}, nil)
+	var keys []string
+	unlinked := 0
+	for _, p := range parts {
+		linked := 0
+		for _, x := range p.Effects {
+			keys = append(keys, x.Key)
+		}
+		for _, x := range p.Evidence {
+			if x.EffectKey == "" {
+				unlinked++
+			} else {
+				linked++
+			}
+		}
+		if len(p.Effects) > 5 || len(p.Evidence)-linked > 5 || linked != len(p.Effects) {
+			e.t.Errorf("partition %d: %d effects, %d records (%d linked), want at most 5 effects and 5 records linking to nothing", p.Index, len(p.Effects), len(p.Evidence), linked)
+		}
+	}
+	if !slices.IsSorted(keys) || len(keys) != 23 || unlinked != 23 {
+		e.t.Errorf("effects across partitions = %v (%d records linking to nothing); want all 23 once, in key order", keys, unlinked)
+	}
+	if sum.Partitions < 6 || sum.Partitions != len(parts) {
+		e.t.Errorf("%d partitions (summary %d), want at least 6", len(parts), sum.Partitions)
+	}
+}
+
+// The confirmations of a partition are recorded before the next one is
+// read: the state confirmed and final (since kept when it was confirmed
+// already, whoever wrote a state meanwhile), an attempted effect confirmed
+// with the transaction's id unless the application changed it meanwhile.
+// An error stops the matching.
+func testMatchPartitionsRecordConfirmations(e *env) {
+	t0 := e.clock.Now()
+	effects := []reconcile.Effect{
+		charge("r:charge:0", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:1", "stripe", "charge", reconcile.StatusConfirmed, "pi_1", t0),
+		charge("r:charge:2", "stripe", "charge", reconcile.StatusConfirmed, "pi_2", t0),
+		charge("r:charge:3", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+	}
+	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: []reconcile.Discrepancy{
+		{Class: reconcile.Missing, EffectKey: "r:charge:1", Provider: "stripe"},
+		{Class: reconcile.Confirmed, EffectKey: "r:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{{ID: "ch_2"}}},
+	}}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:3"}); err != nil { // the application, meanwhile
+		e.t.Fatal(err)
+	}
+	// r:charge:2 is final: a new record names it.
+	src := e.ingestEvidence("h1", "s.csv", []reconcile.Evidence{{Provider: "stripe", TxID: "ch_2", Kind: reconcile.KindCharge, EffectKey: "r:charge:2"}})
+	e.clock.Advance(Lease)
+	now := e.clock.Now()
+	_, sum := e.partitions(0, []int64{src}, func(p *ledgerdb.Partition) []ledgerdb.Confirmation {
+		// Another writer gives r:charge:0, read without a state, one.
+		other := e.another()
+		if _, err := other.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_x"}); err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := other.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_x",
+			Discrepancies: []reconcile.Discrepancy{{Class: reconcile.Pending, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
+			e.t.Fatal(err)
+		}
+		return []ledgerdb.Confirmation{{Key: "r:charge:0", ExternalID: "pi_0"}, {Key: "r:charge:1"}, {Key: "r:charge:2"}, {Key: "r:charge:3", ExternalID: "pi_3"}}
+	})
+	if sum.Confirmed != 1 {
+		e.t.Errorf("MatchPartitions confirmed %d attempted effects, want 1", sum.Confirmed)
+	}
+	for key, want := range map[string][2]string{"r:charge:0": {"confirmed", "pi_0"}, "r:charge:1": {"confirmed", "pi_1"},
+		"r:charge:2": {"confirmed", "pi_2"}, "r:charge:3": {"abandoned", ""}} {
+		if got := e.effect(key); string(got.Status) != want[0] || got.ExternalID != want[1] {
+			e.t.Errorf("%s = %s %q, want %s %q", key, got.Status, got.ExternalID, want[0], want[1])
+		}
+	}
+	if got := e.effect("r:charge:0"); !got.ConfirmedAt.Equal(now) {
+		e.t.Errorf("confirmed_at = %v, want %v", got.ConfirmedAt, now)
+	}
+	states, err := e.store.EffectStates(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:2"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for key, since := range map[string]time.Time{"r:charge:0": now, "r:charge:1": now, "r:charge:2": t0} {
+		st := states[key]
+		if st.Class != reconcile.Confirmed || !st.Final || st.RunID != "run_m" || !st.ClassifiedAt.Equal(now) || !st.Since.Equal(since) {
+			e.t.Errorf("state of %s = %+v; want confirmed, final, by run_m at %v, since %v", key, st, now, since)
+		}
+	}
+	if got := e.scope(); len(got) != 0 {
+		e.t.Errorf("scope after the confirmations = %v, want none", got)
+	}
+
+	boom := errors.New("boom")
+	e.record("r:charge:9", chargeReq)
+	_, err = e.store.MatchPartitions(e.ctx, &ledgerdb.MatchParams{RunID: "run_n", Kinds: stepKinds},
+		func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		e.t.Errorf("MatchPartitions with a failing match: err = %v, want it returned", err)
+	}
+}
+
+// Coverage says which providers and kinds the given sources report on,
+// and the latest time of each.
+func testCoverage(e *env) {
+	t0 := e.clock.Now()
+	a := e.ingestEvidence("h1", "a.csv", []reconcile.Evidence{
+		{Provider: "stripe", TxID: "ch_1", Kind: reconcile.KindCharge, Time: t0},
+		{Provider: "stripe", TxID: "ch_2", Kind: reconcile.KindCharge, Time: t0.Add(time.Hour)},
+		{Provider: "stripe", TxID: "re_1", Kind: reconcile.KindRefund, Time: t0},
+		{Provider: "stripe", Kind: reconcile.KindFee},
+	})
+	b := e.ingestEvidence("h2", "b.csv", []reconcile.Evidence{{Provider: "adyen", TxID: "P/M", Kind: reconcile.KindCharge, Time: t0.Add(2 * time.Hour)}})
+	got, err := e.store.Coverage(e.ctx, []int64{a})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want := []ledgerdb.CoverageEnd{{Provider: "stripe", Kind: reconcile.KindCharge, End: t0.Add(time.Hour)},
+		{Provider: "stripe", Kind: reconcile.KindFee}, {Provider: "stripe", Kind: reconcile.KindRefund, End: t0}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("Coverage(a) (-want +got):\n%s", diff)
+	}
+	if got, err := e.store.Coverage(e.ctx, []int64{a, b}); err != nil || len(got) != 4 || got[0].Provider != "adyen" {
+		e.t.Errorf("Coverage(a, b) = %+v, %v; want adyen's charges first, then stripe's", got, err)
+	}
+	if got, err := e.store.Coverage(e.ctx, nil); err != nil || len(got) != 0 {
+		e.t.Errorf("Coverage() = %+v, %v; want nothing", got, err)
+	}
+}
+
+// RejectedRows gives a source's rejected rows, as SourceRows does.
+func testRejectedRows(e *env) {
+	rejected := []reconcile.Rejected{{URI: "s.csv", Line: 9, Reason: "bad amount", Raw: "ch_9,x"}, {URI: "s.csv", Line: 12, Reason: "no id", Raw: ",1"}}
+	res, err := e.ingest(e.store, "h1", 2, rejected, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got, err := e.store.RejectedRows(e.ctx, res.SourceID)
+	if diff := cmp.Diff(rejected, got); err != nil || diff != "" {
+		e.t.Errorf("RejectedRows (%v) (-want +got):\n%s", err, diff)
+	}
+	if _, err := e.store.RejectedRows(e.ctx, res.SourceID+1); !errors.Is(err, reconcile.ErrNotFound) {
+		e.t.Errorf("RejectedRows of an unknown source: err = %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,138 @@
+package ledgerdb
+
+import (
+	"sort"
+	"time"
+
+	"reconcile"
+)
+
+// CoverageEnd is one provider and kind that a run's evidence reports on,
+// with the latest time of its records (zero when none has a time).
+type CoverageEnd struct {
+	Provider string
+	Kind     reconcile.Kind
+	End      time.Time
+}
+
+// DefaultPartitionSize is about how many effects, and how many
+// transactions that link to no effect, one partition of a run holds: small
+// enough that a partition's matching stays within tens of megabytes, large
+// enough that the round trips per partition cost little.
+const DefaultPartitionSize = 50000
+
+// MatchParams ask for a run's matching, partition by partition.
+type MatchParams struct {
+	RunID string
+	// Sources are the run's inputs in the manifest: their evidence is the
+	// run's own, the rest of the ledger's evidence is earlier.
+	Sources []int64
+	// Kinds gives the kind of provider transaction each step makes
+	// (matcher.StepKinds). An effect links only to transactions of its
+	// step's kind; evidence of other kinds links to nothing and is not
+	// read.
+	Kinds map[string]reconcile.Kind
+	// PartitionSize bounds a partition: about this many effects, and this
+	// many transactions that link to no effect. 0 means
+	// DefaultPartitionSize.
+	PartitionSize int
+}
+
+// Size returns p.PartitionSize, or the default.
+func (p *MatchParams) Size() int {
+	if p.PartitionSize > 0 {
+		return p.PartitionSize
+	}
+	return DefaultPartitionSize
+}
+
+// Steps returns the steps of p.Kinds and their kinds, in step order: the
+// table a driver joins effects with.
+func (p *MatchParams) Steps() (steps, kinds []string) {
+	for s := range p.Kinds {
+		steps = append(steps, s)
+	}
+	sort.Strings(steps)
+	for _, s := range steps {
+		kinds = append(kinds, string(p.Kinds[s]))
+	}
+	return steps, kinds
+}
+
+// LinkKinds returns the kinds of transaction that can link to an effect,
+// sorted.
+func (p *MatchParams) LinkKinds() []string {
+	seen := map[reconcile.Kind]bool{}
+	var out []string
+	for _, k := range p.Kinds {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, string(k))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Partition is one part of a run's matching: the effects in scope whose
+// keys fall in it, and the evidence of the transactions that link to them
+// or, linking to nothing, fall in it themselves.
+type Partition struct {
+	Index   int // 0, 1, ...
+	Count   int // how many partitions the run has
+	Effects []ScopedEffect
+	// Evidence is the run's own evidence; Earlier is what earlier runs
+	// ingested of the same transactions and effects. Both are compact: no
+	// Raw, Metadata, Description, RawKind, Fee or SourceHash.
+	Evidence []reconcile.Evidence
+	Earlier  []reconcile.Evidence
+}
+
+// ScopedEffect is an effect in a run's scope, with the state the previous
+// run left it in. Its Request names only the request's amount and currency
+// ({"amount": 1420000, "currency": "eur"}), or is the request as it is when
+// it is not a JSON object; Response is not read.
+type ScopedEffect struct {
+	reconcile.Effect
+	State reconcile.Class // "" when no run classified it yet
+	Final bool
+}
+
+// Confirmation records that evidence confirmed an effect: its state
+// becomes confirmed and final and, when ExternalID is set, an attempted
+// effect is confirmed with it (ConfirmingID of the transaction).
+type Confirmation struct {
+	Key        string
+	ExternalID string
+}
+
+// MatchSummary says what a run's matching went through.
+type MatchSummary struct {
+	Partitions int
+	Effects    int // effects in scope
+	Records    int // evidence records read: the run's own and earlier ones
+	Confirmed  int // attempted effects that are now confirmed
+}
+
+// PlainRequest is the request a driver hands over in a ScopedEffect: an
+// object of the request's "amount" and "currency" members, given as JSON
+// text (nil when the request lacks one), or whole, the request as it is,
+// when it is not a JSON object.
+func PlainRequest(amount, currency, whole *string) []byte {
+	if whole != nil {
+		return []byte(*whole)
+	}
+	b := make([]byte, 0, 48)
+	b = append(b, `{"amount":`...)
+	b = appendJSON(b, amount)
+	b = append(b, `,"currency":`...)
+	b = appendJSON(b, currency)
+	return append(b, '}')
+}
+
+func appendJSON(b []byte, v *string) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return append(b, *v...)
+}

@@ -1,0 +1,389 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// Coverage implements ledgerdb.Store.
+func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.CoverageEnd, error) {
+	rows, err := s.pool.Query(ctx, `SELECT provider, kind, max(occurred_at) FROM evidence WHERE source_id = ANY($1)
+		GROUP BY provider, kind ORDER BY provider, kind`, nonNil(sourceIDs))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.CoverageEnd, error) {
+		var (
+			c    ledgerdb.CoverageEnd
+			kind string
+			end  *time.Time
+		)
+		err := r.Scan(&c.Provider, &kind, &end)
+		c.Kind = reconcile.Kind(kind)
+		if end != nil {
+			c.End = end.UTC()
+		}
+		return c, err
+	})
+}
+
+// MatchPartitions implements ledgerdb.Store. It works on a connection of
+// its own, in temporary tables that vanish with it (see match_sql.go).
+func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	if err != nil {
+		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, strs: map[string]string{}}
+	sum, err := m.run(ctx, match)
+	if err != nil {
+		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
+	}
+	return sum, nil
+}
+
+// matching is one run's matching on its own connection.
+type matching struct {
+	conn *pgx.Conn
+	p    *ledgerdb.MatchParams
+	now  time.Time
+	uris map[int64]string  // source id → URI, of every source a record comes from
+	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	// fresh holds the keys of the partition's effects that have no state yet.
+	fresh map[string]bool
+}
+
+func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+	sum := &ledgerdb.MatchSummary{}
+	if err := m.prepare(ctx, sum); err != nil {
+		return nil, err
+	}
+	var bounds []string
+	rows, err := m.conn.Query(ctx, matchBounds, m.p.Size())
+	if err != nil {
+		return nil, err
+	}
+	if bounds, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return nil, err
+	}
+	sum.Partitions = len(bounds) + 1
+	for i := range sum.Partitions {
+		part := &ledgerdb.Partition{Index: i, Count: sum.Partitions}
+		lo, hi := "", ""
+		if i > 0 {
+			lo = bounds[i-1]
+		}
+		if i < len(bounds) {
+			hi = bounds[i]
+		}
+		t0 := time.Now()
+		if err := m.read(ctx, part, lo, hi, i > 0, i < len(bounds)); err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		confs, err := match(part)
+		if err != nil {
+			return nil, err
+		}
+		t2 := time.Now()
+		n, err := m.record(ctx, confs, m.fresh)
+		if err != nil {
+			return nil, err
+		}
+		if os.Getenv("TRACE") != "" {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Fprintf(os.Stderr, "TRACE part %d: read %v (%d effects, %d records) match %v record %v (%d) heap %d MB sys %d MB\n", i, t1.Sub(t0), len(part.Effects), len(part.Evidence)+len(part.Earlier), t2.Sub(t1), time.Since(t2), len(confs), ms.HeapAlloc>>20, ms.HeapSys>>20)
+		}
+		sum.Confirmed += n
+	}
+	return sum, nil
+}
+
+// prepare links the run's evidence to the effects in scope and assigns
+// every record its partition key, in temporary tables.
+func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+	if err := analyzeStale(ctx, m.conn, m.p.Sources); err != nil {
+		return err
+	}
+	steps, kinds := m.p.Steps()
+	sources, linkKinds, charge := nonNil(m.p.Sources), m.p.LinkKinds(), string(reconcile.KindCharge)
+	exec := func(sql string, args ...any) error {
+		t := time.Now()
+		if os.Getenv("EXPLAIN") != "" && (strings.HasPrefix(sql, "CREATE TEMP TABLE m_tx") || strings.HasPrefix(sql, "CREATE TEMP TABLE m_part")) {
+			rows, err := m.conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, args...)
+			if err != nil {
+				return err
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(os.Stderr, strings.Join(lines, "\n"))
+			return nil
+		}
+		_, err := m.conn.Exec(ctx, sql, args...)
+		if os.Getenv("TRACE") != "" {
+			fmt.Fprintf(os.Stderr, "TRACE %v %.60q\n", time.Since(t), sql)
+		}
+		return err
+	}
+	var closed, earlier bool
+	if err := m.conn.QueryRow(ctx, matchClosed).Scan(&closed); err != nil {
+		return err
+	}
+	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id <> ALL($1))`, sources).Scan(&earlier); err != nil {
+		return err
+	}
+	if err := exec(matchSetup); err != nil {
+		return err
+	}
+	if err := exec(matchScopeOpen, steps, kinds); err != nil {
+		return err
+	}
+	if closed {
+		if err := exec(matchScopeNamed, steps, kinds, sources); err != nil {
+			return err
+		}
+	}
+	if err := exec(`CREATE INDEX ON m_eff (key COLLATE "C"); ANALYZE m_eff`); err != nil {
+		return err
+	}
+	if earlier {
+		if err := exec(matchEarlier, sources); err != nil {
+			return err
+		}
+		if err := exec(`ANALYZE m_early`); err != nil {
+			return err
+		}
+	}
+	if err := exec(matchChargeOfIntent, sources, linkKinds, charge); err != nil {
+		return err
+	}
+	var intentOnly bool
+	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_coi)`).Scan(&intentOnly); err != nil {
+		return err
+	}
+	// Most runs have no charge record that names only its intent: their
+	// statements spare the join with m_coi.
+	tx := func(sql string) string {
+		if intentOnly {
+			return sql
+		}
+		return strings.ReplaceAll(strings.ReplaceAll(sql, matchTxOf, matchTxOfNone), matchTid, matchTidNone)
+	}
+	if err := exec(tx(matchTransactions), sources, linkKinds, charge); err != nil {
+		return err
+	}
+	if err := exec(`ANALYZE m_tx`); err != nil {
+		return err
+	}
+	var unlinked, ambiguousIntent, ambiguousParent int
+	if err := m.conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE own = 0 AND pi <> pi_hi), count(*) FILTER (WHERE own = 0 AND parent <> parent_hi)
+		FROM m_tx WHERE link IS NULL`).Scan(&unlinked, &ambiguousIntent, &ambiguousParent); err != nil {
+		return err
+	}
+	if ambiguousIntent > 0 {
+		if err := exec(tx(matchFirstIDs), sources, linkKinds, charge); err != nil {
+			return err
+		}
+	}
+	if ambiguousParent > 0 {
+		if err := exec(tx(matchFirstParents), sources, linkKinds, charge); err != nil {
+			return err
+		}
+	}
+	if unlinked > 0 {
+		if err := exec(matchByID); err != nil {
+			return err
+		}
+	}
+	if err := exec(tx(matchPartKeys), sources, linkKinds, charge); err != nil {
+		return err
+	}
+	if err := exec(`DROP TABLE m_tx, m_coi, m_early; CREATE INDEX ON m_part (pkey); ANALYZE m_part`); err != nil {
+		return err
+	}
+	// The sources the records come from, and how many there are of each.
+	rows, err := m.conn.Query(ctx, `SELECT r.source_id, s.uri, r.n FROM (SELECT source_id, count(*) AS n FROM m_part GROUP BY source_id) r
+		JOIN source s ON s.id = r.source_id`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var (
+			id  int64
+			uri string
+			n   int
+		)
+		if err := rows.Scan(&id, &uri, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		m.uris[id] = uri
+		sum.Records += n
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return m.conn.QueryRow(ctx, `SELECT count(*) FROM m_eff`).Scan(&sum.Effects)
+}
+
+// read fills part with the effects and records whose keys fall in
+// [lo, hi); a bound that is not set is open.
+func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi string, hasLo, hasHi bool) error {
+	var args []any
+	where := func(col string) string {
+		w := "true"
+		args = args[:0]
+		if hasLo {
+			args = append(args, lo)
+			w += fmt.Sprintf(` AND %s COLLATE "C" >= $%d`, col, len(args))
+		}
+		if hasHi {
+			args = append(args, hi)
+			w += fmt.Sprintf(` AND %s COLLATE "C" < $%d`, col, len(args))
+		}
+		return w
+	}
+	m.fresh = map[string]bool{}
+	rows, err := m.conn.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
+		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var (
+			e                       ledgerdb.ScopedEffect
+			status, class           string
+			amount, currency, whole *string
+		)
+		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &e.Final); err != nil {
+			rows.Close()
+			return err
+		}
+		e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
+		e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
+		e.Request = ledgerdb.PlainRequest(amount, currency, whole)
+		if e.State == "" {
+			m.fresh[e.Key] = true
+		}
+		part.Effects = append(part.Effects, e)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = m.conn.Query(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
+		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part WHERE `+where("pkey"), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			e        reconcile.Evidence
+			mine     bool
+			source   int64
+			kind     string
+			occurred *time.Time
+		)
+		if err := rows.Scan(&mine, &source, &e.Line, &e.Provider, &kind, &e.TxID, &e.Amount.Minor, &e.Amount.Currency, &occurred,
+			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID); err != nil {
+			return err
+		}
+		e.Provider, e.Kind, e.Amount.Currency = m.intern(e.Provider), reconcile.Kind(m.intern(kind)), m.intern(e.Amount.Currency)
+		if occurred != nil {
+			e.Time = occurred.UTC()
+		}
+		e.URI = m.uris[source]
+		if mine {
+			part.Evidence = append(part.Evidence, e)
+		} else {
+			part.Earlier = append(part.Earlier, e)
+		}
+	}
+	return rows.Err()
+}
+
+// intern returns the one copy of a string that repeats across rows.
+func (m *matching) intern(s string) string {
+	if v, ok := m.strs[s]; ok {
+		return v
+	}
+	m.strs[s] = s
+	return s
+}
+
+// record writes a partition's confirmations in one transaction and returns
+// how many attempted effects it confirmed. fresh holds the keys of the
+// partition's effects that had no state.
+func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation, fresh map[string]bool) (int, error) {
+	if len(confs) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := pgx.BeginFunc(ctx, m.conn, func(tx pgx.Tx) error {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"m_conf"}, []string{"key", "external_id", "fresh"}, pgx.CopyFromSlice(len(confs), func(i int) ([]any, error) {
+			return []any{confs[i].Key, confs[i].ExternalID, fresh[confs[i].Key]}, nil
+		})); err != nil {
+			return err
+		}
+		confirmed := string(reconcile.Confirmed)
+		all := false // whether the upsert must do the fresh ones too
+		err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+			_, err := sp.Exec(ctx, matchRecordNew, m.p.RunID, m.now, confirmed)
+			return err
+		})
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: a state was written meanwhile
+			all, err = true, nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, matchRecordStates, m.p.RunID, m.now, confirmed, all); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, matchRecordConfirmed, m.now)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
+}
+
+// analyzeStale refreshes the planner's statistics of the tables the
+// matching joins when they changed much since the last ANALYZE (a run's
+// first ingest, a freshly loaded ledger): with stale ones the planner
+// takes a million rows for a thousand and loops where it should hash.
+func analyzeStale(ctx context.Context, conn *pgx.Conn, sources []int64) error {
+	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_class c LEFT JOIN pg_stat_user_tables st ON st.relid = c.oid
+		WHERE c.oid IN ('effect'::regclass, 'evidence'::regclass, 'effect_state'::regclass)
+		  AND (c.reltuples < 0 OR coalesce(st.n_mod_since_analyze, 0) > greatest(1000, c.reltuples / 10)
+		       OR (c.oid = 'evidence'::regclass AND (SELECT coalesce(sum(evidence_count), 0) FROM source WHERE id = ANY($1)) > greatest(1000, c.reltuples / 10)))`,
+		nonNil(sources))
+	if err != nil {
+		return err
+	}
+	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, t := range stale {
+		if _, err := conn.Exec(ctx, `ANALYZE `+pgx.Identifier{t}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

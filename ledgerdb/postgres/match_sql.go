@@ -1,0 +1,168 @@
+package postgres
+
+// The statements of MatchPartitions, in the order they run. They restate
+// matcher's linking rules in SQL, over temporary tables:
+//
+//	m_eff    the effects in scope, with what the matcher reads of them
+//	m_early  the earlier records (source, seq) that name an effect in scope
+//	m_coi    the charge of each payment intent that a charge record names
+//	         without its charge id
+//	m_tx     one row per transaction: the effect it links to
+//	m_part   the records, each with its partition key: the key of the
+//	         effect its transaction links to, else its own id
+//
+// A record's transaction is (provider, kind, tid, own): tid is its id, or
+// its intent's charge, or its intent; own numbers a record with neither,
+// which is a transaction of its own. Text that is ordered (a smallest key,
+// the bounds of a partition) is compared byte by byte (COLLATE "C"), as Go
+// compares strings; columns keep the database's collation, so that
+// equality can use its indexes.
+const (
+	matchSetup = `SET work_mem = '256MB';
+SET temp_buffers = '256MB';
+CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL, status text NOT NULL,
+  external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, final boolean NOT NULL);
+CREATE TEMP TABLE m_early (source_id bigint NOT NULL, seq integer NOT NULL);
+CREATE TEMP TABLE m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
+
+	// matchClosed says whether any effect is closed (final or abandoned):
+	// only then can the run's evidence name one back into scope.
+	matchClosed = `SELECT EXISTS (SELECT 1 FROM effect_state WHERE final) OR EXISTS (SELECT 1 FROM effect WHERE status = 'abandoned')`
+
+	// matchEffect selects what the matcher reads of an effect: of its
+	// request only the amount and the currency (the whole request when it
+	// is not an object, for the matcher to reject).
+	matchEffect = `SELECT e.key, e.provider, e.step, coalesce(k.kind, ''), e.status, e.external_id, e.created_at,
+  CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'amount')::text END,
+  CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'currency')::text END,
+  CASE WHEN jsonb_typeof(e.request) <> 'object' THEN e.request::text END,
+  st.class, coalesce(st.final, false)
+FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::text[], $2::text[]) AS k(step, kind) ON k.step = e.step`
+
+	// matchScopeOpen takes every effect not finally reconciled and not
+	// abandoned; matchScopeNamed every other one that the run's evidence
+	// names by key or by external id.
+	matchScopeOpen  = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
+	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
+WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM evidence WHERE source_id = ANY($3) AND effect_key <> '')
+UNION ` + matchEffect + `
+WHERE (e.status = 'abandoned' OR st.final) AND e.external_id IN (
+  SELECT tx_id FROM evidence WHERE source_id = ANY($3) AND tx_id <> ''
+  UNION ALL SELECT payment_intent FROM evidence WHERE source_id = ANY($3) AND payment_intent <> ''
+  UNION ALL SELECT parent_tx_id FROM evidence WHERE source_id = ANY($3) AND parent_tx_id <> '')`
+
+	// matchEarlier finds the earlier records that name an effect in scope
+	// by key or by its external id.
+	matchEarlier = `INSERT INTO m_early
+SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.key = x.effect_key WHERE x.source_id <> ALL($1)
+UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.tx_id WHERE x.source_id <> ALL($1) AND x.tx_id <> ''
+UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.payment_intent WHERE x.source_id <> ALL($1) AND x.payment_intent <> ''
+UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.parent_tx_id WHERE x.source_id <> ALL($1) AND x.parent_tx_id <> ''`
+
+	// matchRecords are the records matched: the run's ($1 its sources) and
+	// the earlier ones, of the kinds that link ($2), as r.
+	matchRecords = `(SELECT true AS mine, ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency,
+    ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id
+  FROM evidence ev WHERE ev.source_id = ANY($1) AND ev.kind = ANY($2)
+  UNION ALL SELECT false, ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency,
+    ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id
+  FROM evidence ev JOIN m_early m ON m.source_id = ev.source_id AND m.seq = ev.seq WHERE ev.kind = ANY($2)) r`
+
+	// matchTxOf joins a record (r) with its intent's charge ($3 is the
+	// charge kind); matchTid and matchOwn are its transaction's id. When no
+	// record needs its intent's charge (m_coi is empty, as it mostly is),
+	// matchTxOfNone and matchTidNone spare the join.
+	matchTxOf     = ` LEFT JOIN m_coi c ON r.kind = $3 AND r.tx_id = '' AND c.provider = r.provider AND c.payment_intent = r.payment_intent`
+	matchTid      = `coalesce(nullif(r.tx_id, ''), c.tx_id, r.payment_intent)`
+	matchTxOfNone = ` LEFT JOIN (SELECT $3::text AS tx_id) c ON false`
+	matchTidNone  = `coalesce(nullif(r.tx_id, ''), r.payment_intent)`
+	matchOwn      = `CASE WHEN r.tx_id = '' AND r.payment_intent = '' THEN r.source_id << 32 | r.seq ELSE 0 END`
+
+	// matchChargeOfIntent gives a charge record that names only its
+	// payment intent the id of the first charge record (in source and line
+	// order) of that intent, as matcher.Transactions does.
+	matchChargeOfIntent = `CREATE TEMP TABLE m_coi AS
+SELECT DISTINCT ON (r.provider, r.payment_intent) r.provider, r.payment_intent, r.tx_id
+FROM ` + matchRecords + ` JOIN source s ON s.id = r.source_id
+WHERE r.kind = $3 AND r.tx_id <> '' AND (r.provider, r.payment_intent) IN (
+  SELECT r.provider, r.payment_intent FROM ` + matchRecords + ` WHERE r.kind = $3 AND r.tx_id = '' AND r.payment_intent <> '')
+ORDER BY r.provider, r.payment_intent, s.uri COLLATE "C", r.line, r.tx_id COLLATE "C"`
+
+	// matchTransactions links each transaction by effect key: the smallest
+	// key any of its records names of an effect in scope of the same
+	// provider whose step makes its kind. It keeps the payment intent and
+	// parent ids its records name, for the links by id.
+	matchTransactions = `CREATE TEMP TABLE m_tx AS
+SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own, min(e.key COLLATE "C") AS link,
+  min(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi,
+  max(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi_hi,
+  min(r.parent_tx_id COLLATE "C") FILTER (WHERE r.parent_tx_id <> '') COLLATE "default" AS parent,
+  max(r.parent_tx_id COLLATE "C") FILTER (WHERE r.parent_tx_id <> '') COLLATE "default" AS parent_hi
+FROM ` + matchRecords + matchTxOf + `
+LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
+GROUP BY 1, 2, 3, 4`
+
+	// matchFirstIDs settles, for the rare transaction whose records name
+	// different payment intents or parents, the one the matcher links by:
+	// that of its first record in source, line and content order.
+	matchFirstIDs = `UPDATE m_tx t SET pi = f.pi FROM (
+  SELECT DISTINCT ON (r.provider, r.kind, ` + matchTid + `) r.provider, r.kind, ` + matchTid + ` AS tid, r.payment_intent AS pi
+  FROM ` + matchRecords + matchTxOf + ` JOIN source s ON s.id = r.source_id
+  WHERE r.payment_intent <> '' AND (r.provider, r.kind, ` + matchTid + `) IN (SELECT provider, kind, tid FROM m_tx WHERE link IS NULL AND own = 0 AND pi <> pi_hi)
+  ORDER BY r.provider, r.kind, ` + matchTid + `, s.uri COLLATE "C", r.line, r.tx_id COLLATE "C", r.amount_minor, r.currency COLLATE "C",
+    r.occurred_at NULLS FIRST, r.effect_key COLLATE "C", r.payment_intent COLLATE "C") f
+WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
+	matchFirstParents = `UPDATE m_tx t SET parent = f.parent FROM (
+  SELECT DISTINCT ON (r.provider, r.kind, ` + matchTid + `) r.provider, r.kind, ` + matchTid + ` AS tid, r.parent_tx_id AS parent
+  FROM ` + matchRecords + matchTxOf + ` JOIN source s ON s.id = r.source_id
+  WHERE r.parent_tx_id <> '' AND (r.provider, r.kind, ` + matchTid + `) IN (SELECT provider, kind, tid FROM m_tx WHERE link IS NULL AND own = 0 AND parent <> parent_hi)
+  ORDER BY r.provider, r.kind, ` + matchTid + `, s.uri COLLATE "C", r.line, r.tx_id COLLATE "C", r.amount_minor, r.currency COLLATE "C",
+    r.occurred_at NULLS FIRST, r.effect_key COLLATE "C", r.payment_intent COLLATE "C", r.parent_tx_id COLLATE "C") f
+WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
+
+	// matchByID links the transactions no key links by their own id, then
+	// their payment intent, then their parent, against the external ids of
+	// the effects in scope of the same provider whose step makes the
+	// transaction's kind: the greatest key when several share one.
+	matchByID = `UPDATE m_tx t SET link = coalesce(
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
+    WHERE t.own = 0 AND e.external_id = t.tid AND e.provider = t.provider AND s.kind = t.kind ORDER BY s.key COLLATE "C" DESC LIMIT 1),
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
+    WHERE e.external_id = t.pi AND e.provider = t.provider AND s.kind = t.kind ORDER BY s.key COLLATE "C" DESC LIMIT 1),
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
+    WHERE e.external_id = t.parent AND e.provider = t.provider AND s.kind = t.kind ORDER BY s.key COLLATE "C" DESC LIMIT 1))
+WHERE t.link IS NULL`
+
+	// matchPartKeys gives every record the key of its partition. A
+	// transaction that links to nothing is placed by its own id; a record
+	// of its own by its source and line, so that the records of one line
+	// that link to nothing stay together.
+	matchPartKeys = `CREATE TEMP TABLE m_part AS
+SELECT coalesce(t.link, (CASE WHEN t.own = 0 THEN t.tid ELSE (SELECT uri FROM source WHERE id = r.source_id) || ':' || r.line END) COLLATE "C") AS pkey,
+  t.link IS NOT NULL AS linked, r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at,
+  r.pending, r.failed, r.effect_key, r.parent_effect_key, r.payment_intent, r.parent_tx_id
+FROM ` + matchRecords + matchTxOf + `
+JOIN m_tx t ON t.provider = r.provider AND t.kind = r.kind AND t.tid = ` + matchTid + ` AND t.own = ` + matchOwn
+
+	// matchBounds cuts the keys into partitions of about $1 effects and $1
+	// transactions that link to nothing.
+	matchBounds = `SELECT k FROM (SELECT key COLLATE "C" AS k, row_number() OVER (ORDER BY key COLLATE "C") AS n FROM m_eff) e WHERE n % $1 = 0
+UNION
+SELECT k FROM (SELECT pkey AS k, row_number() OVER (ORDER BY pkey) AS n FROM m_part WHERE NOT linked) u WHERE n % $1 = 0
+ORDER BY 1`
+
+	// matchRecordNew, matchRecordStates and matchRecordConfirmed record a
+	// partition's confirmations (in m_conf), as RecordFindings records
+	// confirmed findings. The states of effects that had none (fresh) are
+	// inserted without the cost of ON CONFLICT; should another writer have
+	// given one a state meanwhile, the upsert does them all instead.
+	matchRecordNew = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
+SELECT key, $3, true, $1, $2, $2 FROM m_conf WHERE fresh`
+	matchRecordStates = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
+SELECT key, $3, true, $1, $2, $2 FROM m_conf WHERE $4 OR NOT fresh
+ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id,
+  classified_at = EXCLUDED.classified_at,
+  since = CASE WHEN effect_state.class = EXCLUDED.class THEN effect_state.since ELSE EXCLUDED.since END`
+	matchRecordConfirmed = `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.external_id), confirmed_at = $1
+FROM m_conf c WHERE c.external_id <> '' AND e.key = c.key AND e.status = 'attempted'`
+)

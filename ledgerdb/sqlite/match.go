@@ -1,0 +1,348 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// Coverage implements ledgerdb.Store.
+func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.CoverageEnd, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT provider, kind, max(occurred_at) FROM evidence WHERE source_id IN (SELECT value FROM json_each(?))
+		GROUP BY provider, kind ORDER BY provider, kind`, jsonList(sourceIDs))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ledgerdb.CoverageEnd
+	for rows.Next() {
+		var (
+			c    ledgerdb.CoverageEnd
+			kind string
+			end  sql.NullString
+		)
+		if err := rows.Scan(&c.Provider, &kind, &end); err != nil {
+			return nil, err
+		}
+		c.Kind = reconcile.Kind(kind)
+		if c.End, err = parseTS(end); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// MatchPartitions implements ledgerdb.Store, in temporary tables on the
+// store's one connection (see match_sql.go).
+func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	m := &matching{conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, strs: map[string]string{}}
+	defer conn.ExecContext(context.WithoutCancel(ctx), matchTeardown)
+	sum, err := m.run(ctx, match)
+	if err != nil {
+		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
+	}
+	return sum, nil
+}
+
+// matching is one run's matching.
+type matching struct {
+	conn *sql.Conn
+	p    *ledgerdb.MatchParams
+	now  string
+	uris map[int64]string  // source id → URI, of every source a record comes from
+	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+}
+
+func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+	sum := &ledgerdb.MatchSummary{}
+	if err := m.prepare(ctx, sum); err != nil {
+		return nil, err
+	}
+	rows, err := m.conn.QueryContext(ctx, matchBounds, m.p.Size())
+	if err != nil {
+		return nil, err
+	}
+	var bounds []string
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		bounds = append(bounds, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sum.Partitions = len(bounds) + 1
+	for i := range sum.Partitions {
+		part := &ledgerdb.Partition{Index: i, Count: sum.Partitions}
+		lo, hi := "", ""
+		if i > 0 {
+			lo = bounds[i-1]
+		}
+		if i < len(bounds) {
+			hi = bounds[i]
+		}
+		t0 := time.Now()
+		if err := m.read(ctx, part, lo, hi, i > 0, i < len(bounds)); err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		confs, err := match(part)
+		if err != nil {
+			return nil, err
+		}
+		t2 := time.Now()
+		n, err := m.record(ctx, confs)
+		if err != nil {
+			return nil, err
+		}
+		if os.Getenv("TRACE") != "" {
+			fmt.Fprintf(os.Stderr, "TRACE part %d: read %v match %v record %v\n", i, t1.Sub(t0), t2.Sub(t1), time.Since(t2))
+		}
+		sum.Confirmed += n
+	}
+	return sum, nil
+}
+
+// prepare links the run's evidence to the effects in scope and assigns
+// every record its partition key, in temporary tables.
+func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+	kinds, err := json.Marshal(m.p.Kinds)
+	if err != nil {
+		return err
+	}
+	sources, linkKinds := jsonList(m.p.Sources), jsonList(m.p.LinkKinds())
+	exec := func(q string, args ...any) error {
+		t := time.Now()
+		_, err := m.conn.ExecContext(ctx, q, args...)
+		if os.Getenv("TRACE") != "" {
+			fmt.Fprintf(os.Stderr, "TRACE %v %.60q\n", time.Since(t), q)
+		}
+		return err
+	}
+	if err := exec(matchSetup); err != nil {
+		return err
+	}
+	if err := exec(matchScope, sources, string(kinds)); err != nil {
+		return err
+	}
+	if err := exec(`CREATE INDEX temp.m_eff_key ON m_eff (key)`); err != nil {
+		return err
+	}
+	if err := exec(matchRecords, sources, linkKinds); err != nil {
+		return err
+	}
+	var earlier bool
+	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id NOT IN (SELECT value FROM json_each(?)))`, sources).Scan(&earlier); err != nil {
+		return err
+	}
+	if earlier {
+		if err := exec(matchEarlier, sources, linkKinds); err != nil {
+			return err
+		}
+	}
+	// One pass over the records counts them and names their sources.
+	rows, err := m.conn.QueryContext(ctx, `SELECT r.source_id, s.uri, r.n, r.intent_only FROM (SELECT source_id, count(*) AS n,
+		count(*) FILTER (WHERE kind = ? AND tx_id = '' AND payment_intent <> '') AS intent_only FROM m_rec GROUP BY source_id) r
+		JOIN source s ON s.id = r.source_id`, string(reconcile.KindCharge))
+	if err != nil {
+		return err
+	}
+	intentOnly := 0
+	for rows.Next() {
+		var (
+			id     int64
+			uri    string
+			n, ion int
+		)
+		if err := rows.Scan(&id, &uri, &n, &ion); err != nil {
+			rows.Close()
+			return err
+		}
+		m.uris[id] = uri
+		sum.Records += n
+		intentOnly += ion
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if intentOnly > 0 {
+		if err := exec(matchChargeOfIntent, string(reconcile.KindCharge)); err != nil {
+			return err
+		}
+	}
+	if err := exec(matchTransactions); err != nil {
+		return err
+	}
+	var unlinked, ambiguous int
+	if err := m.conn.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(own = 0 AND (pi <> pi_hi OR parent <> parent_hi)), 0)
+		FROM m_tx WHERE link IS NULL`).Scan(&unlinked, &ambiguous); err != nil {
+		return err
+	}
+	if ambiguous > 0 {
+		if err := exec(matchFirstIDs); err != nil {
+			return err
+		}
+	}
+	if unlinked > 0 {
+		if err := exec(matchByID); err != nil {
+			return err
+		}
+	}
+	if err := exec(matchPartKeys); err != nil {
+		return err
+	}
+	return m.conn.QueryRowContext(ctx, `SELECT count(*) FROM m_eff`).Scan(&sum.Effects)
+}
+
+// read fills part with the effects and records whose keys fall in
+// [lo, hi); a bound that is not set is open.
+func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi string, hasLo, hasHi bool) error {
+	var args []any
+	where := func(col string) string {
+		w := "1"
+		args = args[:0]
+		if hasLo {
+			args = append(args, lo)
+			w += ` AND ` + col + ` >= ?`
+		}
+		if hasHi {
+			args = append(args, hi)
+			w += ` AND ` + col + ` < ?`
+		}
+		return w
+	}
+	rows, err := m.conn.QueryContext(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
+		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var (
+			e                       ledgerdb.ScopedEffect
+			status, class, created  string
+			amount, currency, whole sql.NullString
+		)
+		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &created, &amount, &currency, &whole, &class, &e.Final); err != nil {
+			rows.Close()
+			return err
+		}
+		e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
+		e.Status, e.State = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class))
+		if e.CreatedAt, err = parseTime(created); err != nil {
+			rows.Close()
+			return err
+		}
+		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
+		part.Effects = append(part.Effects, e)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = m.conn.QueryContext(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
+		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part WHERE `+where("pkey"), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			e        reconcile.Evidence
+			mine     bool
+			source   int64
+			kind     string
+			occurred sql.NullString
+		)
+		if err := rows.Scan(&mine, &source, &e.Line, &e.Provider, &kind, &e.TxID, &e.Amount.Minor, &e.Amount.Currency, &occurred,
+			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID); err != nil {
+			return err
+		}
+		e.Provider, e.Kind, e.Amount.Currency = m.intern(e.Provider), reconcile.Kind(m.intern(kind)), m.intern(e.Amount.Currency)
+		if e.Time, err = parseTS(occurred); err != nil {
+			return err
+		}
+		e.URI = m.uris[source]
+		if mine {
+			part.Evidence = append(part.Evidence, e)
+		} else {
+			part.Earlier = append(part.Earlier, e)
+		}
+	}
+	return rows.Err()
+}
+
+// intern returns the one copy of a string that repeats across rows.
+func (m *matching) intern(s string) string {
+	if v, ok := m.strs[s]; ok {
+		return v
+	}
+	m.strs[s] = s
+	return s
+}
+
+// record writes a partition's confirmations with prepared statements in
+// one transaction, and returns how many attempted effects it confirmed.
+func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n int, err error) {
+	if len(confs) == 0 {
+		return 0, nil
+	}
+	tx, err := m.conn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tx.Rollback())
+		}
+	}()
+	state, err := tx.PrepareContext(ctx, matchRecordState)
+	if err != nil {
+		return 0, err
+	}
+	defer state.Close()
+	confirm, err := tx.PrepareContext(ctx, matchRecordConfirmed)
+	if err != nil {
+		return 0, err
+	}
+	defer confirm.Close()
+	for _, c := range confs {
+		if _, err := state.ExecContext(ctx, c.Key, string(reconcile.Confirmed), m.p.RunID, m.now); err != nil {
+			return 0, err
+		}
+		if c.ExternalID == "" {
+			continue
+		}
+		r, err := confirm.ExecContext(ctx, c.ExternalID, m.now, c.Key)
+		if err != nil {
+			return 0, err
+		}
+		k, _ := r.RowsAffected()
+		n += int(k)
+	}
+	return n, tx.Commit()
+}
+
+func nullPtr(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// parseTime is parseTS for a time that is never NULL.
+func parseTime(s string) (time.Time, error) { return parseTS(sql.NullString{String: s, Valid: true}) }
