@@ -74,7 +74,7 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 		}
 		d.Class = reconcile.Duplicated
 		why := "the earliest"
-		if seen[keep].ID == e.ExternalID || seen[keep].PaymentIntent == e.ExternalID && e.ExternalID != "" {
+		if e.ExternalID != "" && slices.Contains(providerIDs(&seen[keep]), e.ExternalID) {
 			why = "the ledger's external id"
 		}
 		d.Reason = fmt.Sprintf("%s seen %d times at %s (%s); keeping %s (%s), compensating the other %d",
@@ -95,7 +95,7 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 func keeper(e *Effect, seen []reconcile.Transaction) int {
 	best := -1
 	for i, tx := range seen {
-		named := e.ExternalID != "" && (tx.ID == e.ExternalID || tx.PaymentIntent == e.ExternalID)
+		named := e.ExternalID != "" && slices.Contains(providerIDs(&tx), e.ExternalID)
 		if !named {
 			continue
 		}

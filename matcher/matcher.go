@@ -207,13 +207,28 @@ func link(tx *reconcile.Transaction, effects []Effect, byKey, byExternal map[str
 			return i, true
 		}
 	}
-	for _, id := range []string{tx.ID, tx.PaymentIntent, tx.ParentTxID} {
-		if id == "" {
-			continue
-		}
+	for _, id := range providerIDs(tx) {
 		if i, ok := byExternal[externalKey(tx.Provider, id, tx.Kind)]; ok {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// providerIDs are the ids a ledger's external id may name a transaction
+// by: its own id, its payment intent, its parent (an Adyen booking's PSP
+// reference), and, for an id made of two references (Adyen's
+// "PSP/modification"), the modification reference alone, which is what an
+// application records for an Adyen refund.
+func providerIDs(tx *reconcile.Transaction) []string {
+	ids := make([]string, 0, 4)
+	for _, id := range []string{tx.ID, tx.PaymentIntent, tx.ParentTxID} {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if _, mod, ok := strings.Cut(tx.ID, "/"); ok && mod != "" {
+		ids = append(ids, mod)
+	}
+	return ids
 }

@@ -56,17 +56,7 @@ func TestMultiFormatWorldRunsAsBuilt(t *testing.T) {
 		t.Errorf("%d inputs and %d rejected rows, want %d and %d", len(r.Inputs), len(r.Rejected), len(paths), w.Rejected)
 	}
 
-	// Which transaction a duplicated Adyen effect keeps is left out when the
-	// ledger names one: a known defect (see fixtures'
-	// TestAdyenDuplicateKeepsTheTransactionTheLedgerNames).
-	named := map[string]bool{}
-	for _, e := range w.Effects {
-		named[e.Key] = e.Provider == "adyen" && e.ExternalID != ""
-	}
 	line := func(class, key, provider, cur string, expected, observed int64, txs, comps []string) string {
-		if class == string(reconcile.Duplicated) && named[key] {
-			comps = nil
-		}
 		slices.Sort(txs)
 		slices.Sort(comps)
 		return fmt.Sprintf("%s %s %s %s %d %d %v %v", class, key, provider, cur, expected, observed, txs, comps)
