@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -11,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -96,7 +99,17 @@ Examples:
 	return cmd
 }
 
+// runMemoryLimit is the soft limit of a run's heap, unless GOMEMLIMIT sets
+// one. A run holds one partition at a time and the findings that are not
+// confirmed (a few percent of the effects); the limit makes the collector
+// give back what each partition left before the next one grows the heap,
+// rather than let the heap reach twice what is live.
+const runMemoryLimit = 768 << 20
+
 func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(runMemoryLimit)
+	}
 	asOf, err := parseAsOf(f.asOf)
 	if err != nil {
 		return err
@@ -162,11 +175,12 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		status = reconcile.RunFailed
 	} else {
-		resJSON, _ = json.Marshal(res)
+		resJSON = resultJSON(res)
 	}
 	if _, ferr := store.FinishRun(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: runID, Status: status, Result: resJSON}); ferr != nil && err == nil {
 		err = ferr
 	}
+	resJSON = nil
 	if err != nil {
 		if res == nil { // a failed run still reports its metrics, without a success
 			res = &report.Result{RunID: runID, StartedAt: time.Now().UTC()}
@@ -195,7 +209,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	res := &report.Result{RunID: runID, Applied: ap.Apply, StartedAt: time.Now().UTC(), Counts: map[string]int{}, Inputs: []report.Input{}, Discrepancies: []report.Discrepancy{}, Rejected: []report.Rejected{}, Orphans: []report.Orphan{}}
 	start := time.Now()
 	phase := func(name string) {
-		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond))
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond), "heap_mb", ms.HeapAlloc>>20, "heap_sys_mb", ms.HeapSys>>20)
 		start = time.Now()
 	}
 	var sourceIDs []int64
@@ -266,6 +282,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		res.Counts[string(c)] = 0
 	}
 	res.Counts[string(reconcile.Confirmed)] = m.confirmed
+	res.Discrepancies = make([]report.Discrepancy, 0, len(acted.Discrepancies))
 	for i := range acted.Discrepancies {
 		d := &acted.Discrepancies[i]
 		res.Counts[string(d.Class)]++
@@ -286,7 +303,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 				AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency, Made: x.Made, Note: x.Note})
 		}
 		res.Discrepancies = append(res.Discrepancies, out)
+		*d = reconcile.Discrepancy{} // what the result keeps of it is out; the rest can go
 	}
+	acted, m.created = nil, nil
 	res.OutOfScope = m.outOfScope
 	res.FinishedAt = time.Now().UTC()
 	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "records", sum.Records, "effects", sum.Effects,
@@ -363,8 +382,8 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	return confs, nil
 }
 
-// sorted returns the kept findings in the order one match over all of the
-// data gives them: effects by key, then unexpected transactions by
+// sorted hands over the kept findings, in the order one match over all
+// of the data gives them: effects by key, then unexpected transactions by
 // provider, id and kind.
 func (m *partitionMatch) sorted() []reconcile.Discrepancy {
 	slices.SortFunc(m.kept, func(a, b reconcile.Discrepancy) int {
@@ -380,7 +399,36 @@ func (m *partitionMatch) sorted() []reconcile.Discrepancy {
 		x, y := &a.Transactions[0], &b.Transactions[0]
 		return cmp.Or(strings.Compare(x.Provider, y.Provider), strings.Compare(x.ID, y.ID), strings.Compare(string(x.Kind), string(y.Kind)))
 	})
-	return m.kept
+	kept := m.kept
+	m.kept = nil
+	return kept
+}
+
+// resultJSON is json.Marshal(res), built one finding at a time into one
+// buffer: encoding/json would hold the whole encoding twice (its buffer
+// and the copy it returns), for a run of ten million effects some hundreds
+// of megabytes.
+func resultJSON(res *report.Result) []byte {
+	ds := res.Discrepancies
+	if ds == nil {
+		b, _ := json.Marshal(res)
+		return b
+	}
+	res.Discrepancies = []report.Discrepancy{}
+	head, _ := json.Marshal(res)
+	res.Discrepancies = ds
+	// Text in the result is quoted, so only the member itself reads so.
+	at := bytes.Index(head, []byte(`"discrepancies":[]`)) + len(`"discrepancies":[`)
+	buf := make([]byte, 0, len(head)+512*len(ds))
+	buf = append(buf, head[:at]...)
+	for i := range ds {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		b, _ := json.Marshal(&ds[i])
+		buf = append(buf, b...)
+	}
+	return append(buf, head[at:]...)
 }
 
 // ingestProgress shows the bytes and rows read of one input on a terminal.

@@ -18,33 +18,20 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
 }
 
-// RecordFindings implements ledgerdb.Store.
+// RecordFindings implements ledgerdb.Store. The finding rows and states
+// are streamed to COPY as they are encoded, not gathered first: a run of
+// ten million effects has hundreds of thousands of findings.
 func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
 	res := &ledgerdb.FindingsResult{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now()
-		var finding [][]any
-		var states [][]any
 		var confirmKeys, confirmIDs []string
 		for i := range p.Discrepancies {
 			d := &p.Discrepancies[i]
-			if d.Class != reconcile.Confirmed {
-				row, err := ledgerdb.EncodeFinding(d)
-				if err != nil {
-					return err
-				}
-				finding = append(finding, []any{p.RunID, len(finding) + 1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
-					d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason})
+			if d.EffectKey != "" && d.Class == reconcile.Confirmed && len(d.Transactions) == 1 {
+				confirmKeys = append(confirmKeys, d.EffectKey)
+				confirmIDs = append(confirmIDs, ledgerdb.ConfirmingID(&d.Transactions[0]))
 			}
-			if d.EffectKey == "" {
-				continue
-			}
-			states = append(states, []any{d.EffectKey, string(d.Class), ledgerdb.IsFinal(d), p.RunID, now, now})
-			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
-				continue
-			}
-			confirmKeys = append(confirmKeys, d.EffectKey)
-			confirmIDs = append(confirmIDs, ledgerdb.ConfirmingID(&d.Transactions[0]))
 		}
 		tag, err := tx.Exec(ctx, `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.id), confirmed_at = $3
 			FROM unnest($1::text[], $2::text[]) AS c(key, id) WHERE e.key = c.key AND e.status = 'attempted'`,
@@ -53,14 +40,40 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			return err
 		}
 		res.Confirmed = int(tag.RowsAffected())
+		i, seq := 0, 0
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
-			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromRows(finding)); err != nil {
+			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromFunc(func() ([]any, error) {
+			for ; i < len(p.Discrepancies); i++ {
+				d := &p.Discrepancies[i]
+				if d.Class == reconcile.Confirmed {
+					continue
+				}
+				row, err := ledgerdb.EncodeFinding(d)
+				if err != nil {
+					return nil, err
+				}
+				i, seq = i+1, seq+1
+				return []any{p.RunID, seq, string(d.Class), d.EffectKey, d.Provider, d.Currency,
+					d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason}, nil
+			}
+			return nil, nil
+		})); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE state_in (LIKE effect_state) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at", "since"}, pgx.CopyFromRows(states)); err != nil {
+		i = 0
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at", "since"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				for ; i < len(p.Discrepancies); i++ {
+					if d := &p.Discrepancies[i]; d.EffectKey != "" {
+						i++
+						return []any{d.EffectKey, string(d.Class), ledgerdb.IsFinal(d), p.RunID, now, now}, nil
+					}
+				}
+				return nil, nil
+			})); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -38,8 +38,10 @@ func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.Cov
 	})
 }
 
-// MatchPartitions implements ledgerdb.Store. It works on a connection of
-// its own, in temporary tables that vanish with it (see match_sql.go).
+// MatchPartitions implements ledgerdb.Store. It works on connections of
+// its own: one reads, in temporary tables that vanish with it (see
+// match_sql.go), the other records, so that PostgreSQL reads the next
+// partition and records the last while match classifies this one.
 func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
@@ -47,25 +49,34 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, strs: map[string]string{}}
-	sum, err := m.run(ctx, match)
+	sum, err := m.run(ctx, s, match)
 	if err != nil {
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
 	return sum, nil
 }
 
-// matching is one run's matching on its own connection.
+// matching is one run's matching.
 type matching struct {
 	conn *pgx.Conn
 	p    *ledgerdb.MatchParams
 	now  time.Time
 	uris map[int64]string  // source id → URI, of every source a record comes from
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
-	// fresh holds the keys of the partition's effects that have no state yet.
-	fresh map[string]bool
 }
 
-func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+// read is a partition as read, with the keys of its effects that had no
+// state yet; confirmed is what match made of it.
+type read struct {
+	part      *ledgerdb.Partition
+	fresh     map[string]bool
+	confirmed []ledgerdb.Confirmation
+}
+
+// run links, then reads, matches and records the partitions as a pipeline
+// of three goroutines with a partition between each: memory holds a few
+// partitions at most.
+func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	sum := &ledgerdb.MatchSummary{}
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
@@ -79,35 +90,66 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 		return nil, err
 	}
 	sum.Partitions = len(bounds) + 1
-	for i := range sum.Partitions {
-		part := &ledgerdb.Partition{Index: i, Count: sum.Partitions}
-		lo, hi := "", ""
-		if i > 0 {
-			lo = bounds[i-1]
+	w, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close(context.WithoutCancel(ctx))
+	if _, err := w.Exec(ctx, matchWriterSetup); err != nil {
+		return nil, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	reads, matched := make(chan *read), make(chan *read, 1)
+	g.Go(func() error {
+		defer close(reads)
+		for i := range sum.Partitions {
+			r := &read{part: &ledgerdb.Partition{Index: i, Count: sum.Partitions}, fresh: map[string]bool{}}
+			lo, hi := "", ""
+			if i > 0 {
+				lo = bounds[i-1]
+			}
+			if i < len(bounds) {
+				hi = bounds[i]
+			}
+			if err := m.read(gctx, r, lo, hi, i > 0, i < len(bounds)); err != nil {
+				return err
+			}
+			select {
+			case reads <- r:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		}
-		if i < len(bounds) {
-			hi = bounds[i]
+		return nil
+	})
+	g.Go(func() error {
+		defer close(matched)
+		for r := range reads {
+			var err error
+			if r.confirmed, err = match(r.part); err != nil {
+				return err
+			}
+			r.part = nil
+			select {
+			case matched <- r:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		}
-		t0 := time.Now()
-		if err := m.read(ctx, part, lo, hi, i > 0, i < len(bounds)); err != nil {
-			return nil, err
+		return nil
+	})
+	g.Go(func() error {
+		for r := range matched {
+			n, err := m.record(gctx, w, r.confirmed, r.fresh)
+			if err != nil {
+				return err
+			}
+			sum.Confirmed += n
 		}
-		t1 := time.Now()
-		confs, err := match(part)
-		if err != nil {
-			return nil, err
-		}
-		t2 := time.Now()
-		n, err := m.record(ctx, confs, m.fresh)
-		if err != nil {
-			return nil, err
-		}
-		if os.Getenv("TRACE") != "" {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			fmt.Fprintf(os.Stderr, "TRACE part %d: read %v (%d effects, %d records) match %v record %v (%d) heap %d MB sys %d MB\n", i, t1.Sub(t0), len(part.Effects), len(part.Evidence)+len(part.Earlier), t2.Sub(t1), time.Since(t2), len(confs), ms.HeapAlloc>>20, ms.HeapSys>>20)
-		}
-		sum.Confirmed += n
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return sum, nil
 }
@@ -243,7 +285,8 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 
 // read fills part with the effects and records whose keys fall in
 // [lo, hi); a bound that is not set is open.
-func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi string, hasLo, hasHi bool) error {
+func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasHi bool) error {
+	part := r.part
 	var args []any
 	where := func(col string) string {
 		w := "true"
@@ -258,7 +301,6 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 		}
 		return w
 	}
-	m.fresh = map[string]bool{}
 	rows, err := m.conn.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
 		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
 	if err != nil {
@@ -278,7 +320,7 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 		e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
 		e.Request = ledgerdb.PlainRequest(amount, currency, whole)
 		if e.State == "" {
-			m.fresh[e.Key] = true
+			r.fresh[e.Key] = true
 		}
 		part.Effects = append(part.Effects, e)
 	}
@@ -326,15 +368,15 @@ func (m *matching) intern(s string) string {
 	return s
 }
 
-// record writes a partition's confirmations in one transaction and returns
-// how many attempted effects it confirmed. fresh holds the keys of the
-// partition's effects that had no state.
-func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation, fresh map[string]bool) (int, error) {
+// record writes a partition's confirmations in one transaction on w and
+// returns how many attempted effects it confirmed. fresh holds the keys of
+// the partition's effects that had no state.
+func (m *matching) record(ctx context.Context, w *pgx.Conn, confs []ledgerdb.Confirmation, fresh map[string]bool) (int, error) {
 	if len(confs) == 0 {
 		return 0, nil
 	}
 	n := 0
-	err := pgx.BeginFunc(ctx, m.conn, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"m_conf"}, []string{"key", "external_id", "fresh"}, pgx.CopyFromSlice(len(confs), func(i int) ([]any, error) {
 			return []any{confs[i].Key, confs[i].ExternalID, fresh[confs[i].Key]}, nil
 		})); err != nil {

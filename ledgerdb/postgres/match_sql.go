@@ -22,8 +22,10 @@ const (
 SET temp_buffers = '256MB';
 CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL, status text NOT NULL,
   external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, final boolean NOT NULL);
-CREATE TEMP TABLE m_early (source_id bigint NOT NULL, seq integer NOT NULL);
-CREATE TEMP TABLE m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
+CREATE TEMP TABLE m_early (source_id bigint NOT NULL, seq integer NOT NULL)`
+
+	// matchWriterSetup prepares the connection that records confirmations.
+	matchWriterSetup = `CREATE TEMP TABLE m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
 
 	// matchClosed says whether any effect is closed (final or abandoned):
 	// only then can the run's evidence name one back into scope.
