@@ -61,6 +61,9 @@ func randomLedgerWorld(r *rand.Rand) *ledgerWorld {
 				e.ExternalID = ids()
 			}
 		}
+		if provider == "adyen" && r.IntN(2) == 0 { // what an application records for an Adyen refund: the modification reference
+			e.ExternalID = fmt.Sprintf("mod_%d_0", i)
+		}
 		switch r.IntN(8) {
 		case 0:
 			w.final = append(w.final, key)
@@ -81,7 +84,11 @@ func randomLedgerWorld(r *rand.Rand) *ledgerWorld {
 			if k != reconcile.KindCharge {
 				sign = -1
 			}
-			tx := reconcile.Evidence{Provider: provider, TxID: fmt.Sprintf("%s_%d_%d", prefix[k], i, j), Kind: k,
+			id := fmt.Sprintf("%s_%d_%d", prefix[k], i, j)
+			if provider == "adyen" {
+				id = fmt.Sprintf("psp_%d_%d/mod_%d_%d", i, j, i, j)
+			}
+			tx := reconcile.Evidence{Provider: provider, TxID: id, Kind: k,
 				Amount: reconcile.Money{Minor: sign * amount, Currency: "EUR"}, Failed: r.IntN(15) == 0}
 			if r.IntN(10) == 0 {
 				tx.Amount.Minor++

@@ -357,6 +357,7 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 		ds = onlyThisRunsUnexpected(ds, part.Evidence)
 	}
 	m.outOfScope += found.OutOfScope
+
 	var confs []ledgerdb.Confirmation
 	for i := range ds {
 		d := &ds[i]

@@ -80,8 +80,9 @@ func charge(key, provider, step string, status reconcile.Status, externalID stri
 
 // The ledger puts each transaction in the partition of the effect the
 // matcher links it to: by the smallest key its records name of an effect
-// that makes its kind, else by its id, payment intent or parent against
-// the external ids of the effects in scope that make its kind. Records of
+// that makes its kind, else by its id, payment intent, parent or
+// modification reference against the external ids of the effects in scope
+// that make its kind. Records of
 // one transaction stay together, earlier evidence of an effect in scope
 // comes along, and what links to nothing is on its own.
 func testMatchPartitionsLinkLikeTheMatcher(e *env) {
@@ -105,6 +106,7 @@ func testMatchPartitionsLinkLikeTheMatcher(e *env) {
 		charge("r:charge:16a", "stripe", "charge", reconcile.StatusConfirmed, "pi_16", t0),
 		charge("r:charge:16b", "stripe", "refund", reconcile.StatusConfirmed, "pi_16", t0),
 		charge("r:notify:17", "ses", "notify", reconcile.StatusAttempted, "", t0),
+		charge("r:refund:18", "adyen", "refund", reconcile.StatusConfirmed, "MOD18", t0),
 	}
 	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
 		e.t.Fatal(err)
@@ -149,8 +151,9 @@ func testMatchPartitionsLinkLikeTheMatcher(e *env) {
 		ev("stripe", "ch_u", reconcile.KindCharge, "", "", ""),        // unexpected
 		ev("stripe", "ch_12", reconcile.KindCharge, "r:charge:12", "", ""),
 		ev("stripe", "ch_14", reconcile.KindCharge, "", "pi_14", ""),
-		ev("stripe", "ch_16", reconcile.KindCharge, "", "pi_16", ""), // pi_16 is also a refund's: the effect that makes charges
-		ev("stripe", "", reconcile.KindFee, "r:charge:1", "", ""),    // fees link to nothing and are not read
+		ev("stripe", "ch_16", reconcile.KindCharge, "", "pi_16", ""),     // pi_16 is also a refund's: the effect that makes charges
+		ev("stripe", "", reconcile.KindFee, "r:charge:1", "", ""),        // fees link to nothing and are not read
+		ev("adyen", "PSP18/MOD18", reconcile.KindRefund, "", "", "PSP0"), // by its modification reference alone
 	})
 	parts, sum := e.partitions(1, []int64{run}, nil)
 
@@ -160,7 +163,7 @@ func testMatchPartitionsLinkLikeTheMatcher(e *env) {
 		"r:charge:6": {"ch_6a@new.csv:8", "ch_6b@new.csv:9"}, "r:charge:7": {"ch_7@new.csv:10", "ch_7@new.csv:11"}, "r:charge:8": nil,
 		"r:charge:9": {"@new.csv:12", "ch_9@new.csv:13"}, "r:charge:10": {"@new.csv:14"}, "r:charge:11": {"ch_11@old.csv:2"},
 		"r:charge:12": {"ch_12@new.csv:17"}, "r:charge:14": {"ch_14@new.csv:18"}, "r:charge:15": nil,
-		"r:charge:16a": {"ch_16@new.csv:19"}, "r:charge:16b": nil, "r:notify:17": nil,
+		"r:charge:16a": {"ch_16@new.csv:19"}, "r:charge:16b": nil, "r:notify:17": nil, "r:refund:18": {"PSP18/MOD18@new.csv:21"},
 	}
 	got := map[string][]string{}
 	var alone []string // records in partitions without an effect
@@ -197,8 +200,8 @@ func testMatchPartitionsLinkLikeTheMatcher(e *env) {
 	if diff := cmp.Diff([]string{"@new.csv:15", "ch_u@new.csv:16"}, alone); diff != "" {
 		e.t.Errorf("records that link to nothing (-want +got):\n%s", diff)
 	}
-	if sum.Effects != len(want) || sum.Records != 20 || sum.Partitions != len(parts) {
-		e.t.Errorf("summary = %+v, want %d effects, 20 records, %d partitions", sum, len(want), len(parts))
+	if sum.Effects != len(want) || sum.Records != 21 || sum.Partitions != len(parts) {
+		e.t.Errorf("summary = %+v, want %d effects, 21 records, %d partitions", sum, len(want), len(parts))
 	}
 }
 

@@ -63,6 +63,8 @@ type matching struct {
 	now  time.Time
 	uris map[int64]string  // source id → URI, of every source a record comes from
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	// effects and records are how many the run has in all.
+	effects, records int
 }
 
 // read is a partition as read, with the keys of its effects that had no
@@ -81,6 +83,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
 	}
+	m.effects, m.records = sum.Effects, sum.Records
 	var bounds []string
 	rows, err := m.conn.Query(ctx, matchBounds, m.p.Size())
 	if err != nil {
@@ -301,6 +304,10 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 		}
 		return w
 	}
+	// Partitions hold about Size effects and a third more records: sized
+	// once, the slices do not leave the garbage of their growth.
+	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
+	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
 	rows, err := m.conn.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
 		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
 	if err != nil {

@@ -123,8 +123,9 @@ WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.ki
 WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
 
 	// matchByID links the transactions no key links by their own id, then
-	// their payment intent, then their parent, against the external ids of
-	// the effects in scope of the same provider whose step makes the
+	// their payment intent, then their parent, then the part of their id
+	// after a slash (an Adyen modification reference), against the external
+	// ids of the effects in scope of the same provider whose step makes the
 	// transaction's kind: the greatest key when several share one.
 	matchByID = `UPDATE m_tx t SET link = coalesce(
   (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
@@ -132,7 +133,11 @@ WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.ki
   (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
     WHERE e.external_id = t.pi AND e.provider = t.provider AND s.kind = t.kind ORDER BY s.key COLLATE "C" DESC LIMIT 1),
   (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
-    WHERE e.external_id = t.parent AND e.provider = t.provider AND s.kind = t.kind ORDER BY s.key COLLATE "C" DESC LIMIT 1))
+    WHERE e.external_id = t.parent AND e.provider = t.provider AND s.kind = t.kind ORDER BY s.key COLLATE "C" DESC LIMIT 1),
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
+    WHERE t.own = 0 AND substr(t.tid, position('/' IN t.tid) + 1) <> '' AND position('/' IN t.tid) > 0
+      AND e.external_id = substr(t.tid, position('/' IN t.tid) + 1) AND e.provider = t.provider AND s.kind = t.kind
+    ORDER BY s.key COLLATE "C" DESC LIMIT 1))
 WHERE t.link IS NULL`
 
 	// matchPartKeys gives every record the key of its partition. A

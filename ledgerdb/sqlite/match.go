@@ -64,6 +64,8 @@ type matching struct {
 	now  string
 	uris map[int64]string  // source id → URI, of every source a record comes from
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	// effects and records are how many the run has in all.
+	effects, records int
 }
 
 func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
@@ -71,6 +73,7 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
 	}
+	m.effects, m.records = sum.Effects, sum.Records
 	rows, err := m.conn.QueryContext(ctx, matchBounds, m.p.Size())
 	if err != nil {
 		return nil, err
@@ -227,6 +230,10 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 		}
 		return w
 	}
+	// Partitions hold about Size effects and a third more records: sized
+	// once, the slices do not leave the garbage of their growth.
+	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
+	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
 	rows, err := m.conn.QueryContext(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
 		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
 	if err != nil {
@@ -295,11 +302,19 @@ func (m *matching) intern(s string) string {
 	return s
 }
 
-// record writes a partition's confirmations with prepared statements in
-// one transaction, and returns how many attempted effects it confirmed.
+// record writes a partition's confirmations in one transaction, and
+// returns how many attempted effects it confirmed.
 func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n int, err error) {
 	if len(confs) == 0 {
 		return 0, nil
+	}
+	list := make([][2]string, len(confs))
+	for i, c := range confs {
+		list[i] = [2]string{c.Key, c.ExternalID}
+	}
+	doc, err := json.Marshal(list)
+	if err != nil {
+		return 0, err
 	}
 	tx, err := m.conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -310,31 +325,15 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 			err = errors.Join(err, tx.Rollback())
 		}
 	}()
-	state, err := tx.PrepareContext(ctx, matchRecordState)
+	if _, err := tx.ExecContext(ctx, matchRecordStates, string(doc), string(reconcile.Confirmed), m.p.RunID, m.now); err != nil {
+		return 0, err
+	}
+	r, err := tx.ExecContext(ctx, matchRecordConfirmed, string(doc), m.now)
 	if err != nil {
 		return 0, err
 	}
-	defer state.Close()
-	confirm, err := tx.PrepareContext(ctx, matchRecordConfirmed)
-	if err != nil {
-		return 0, err
-	}
-	defer confirm.Close()
-	for _, c := range confs {
-		if _, err := state.ExecContext(ctx, c.Key, string(reconcile.Confirmed), m.p.RunID, m.now); err != nil {
-			return 0, err
-		}
-		if c.ExternalID == "" {
-			continue
-		}
-		r, err := confirm.ExecContext(ctx, c.ExternalID, m.now, c.Key)
-		if err != nil {
-			return 0, err
-		}
-		k, _ := r.RowsAffected()
-		n += int(k)
-	}
-	return n, tx.Commit()
+	k, _ := r.RowsAffected()
+	return int(k), tx.Commit()
 }
 
 func nullPtr(s sql.NullString) *string {

@@ -91,7 +91,11 @@ WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.ki
   (SELECT s.key FROM effect e JOIN m_eff s ON s.key = e.key
     WHERE e.external_id = m_tx.pi AND e.provider = m_tx.provider AND s.kind = m_tx.kind ORDER BY s.key DESC LIMIT 1),
   (SELECT s.key FROM effect e JOIN m_eff s ON s.key = e.key
-    WHERE e.external_id = m_tx.parent AND e.provider = m_tx.provider AND s.kind = m_tx.kind ORDER BY s.key DESC LIMIT 1))
+    WHERE e.external_id = m_tx.parent AND e.provider = m_tx.provider AND s.kind = m_tx.kind ORDER BY s.key DESC LIMIT 1),
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key = e.key
+    WHERE m_tx.own = 0 AND instr(m_tx.tid, '/') > 0 AND substr(m_tx.tid, instr(m_tx.tid, '/') + 1) <> ''
+      AND e.external_id = substr(m_tx.tid, instr(m_tx.tid, '/') + 1) AND e.provider = m_tx.provider AND s.kind = m_tx.kind
+    ORDER BY s.key DESC LIMIT 1))
 WHERE link IS NULL`
 
 	matchPartKeys = `CREATE INDEX temp.m_tx_id ON m_tx (tid, provider, kind, own);
@@ -110,10 +114,15 @@ UNION
 SELECT k FROM (SELECT pkey AS k, row_number() OVER (ORDER BY pkey) AS n FROM m_part WHERE NOT linked) WHERE n % ?1 = 0
 ORDER BY 1`
 
-	matchRecordState = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since) VALUES (?1, ?2, 1, ?3, ?4, ?4)
+	// matchRecordStates and matchRecordConfirmed record a partition's
+	// confirmations, given as one JSON array of [key, external id], in two
+	// statements.
+	matchRecordStates = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
+SELECT value ->> 0, ?2, 1, ?3, ?4, ?4 FROM json_each(?1) WHERE true
 ON CONFLICT (key) DO UPDATE SET class = excluded.class, final = excluded.final, run_id = excluded.run_id,
   classified_at = excluded.classified_at,
   since = CASE WHEN effect_state.class = excluded.class THEN effect_state.since ELSE excluded.since END`
-	matchRecordConfirmed = `UPDATE effect SET status = 'confirmed', external_id = coalesce(external_id, ?1), confirmed_at = ?2
-WHERE key = ?3 AND status = 'attempted'`
+	matchRecordConfirmed = `UPDATE effect SET status = 'confirmed', external_id = coalesce(effect.external_id, c.id), confirmed_at = ?2
+FROM (SELECT value ->> 0 AS key, value ->> 1 AS id FROM json_each(?1) WHERE value ->> 1 <> '') AS c
+WHERE effect.key = c.key AND effect.status = 'attempted'`
 )

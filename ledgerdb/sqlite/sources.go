@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -33,13 +34,19 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 			p.URI, p.ETag, p.RunID, ts(s.now())).Scan(&res.SourceID); err != nil {
 			return err
 		}
-		insEv, err := tx.PrepareContext(ctx, `INSERT INTO evidence (source_id, seq, line, provider, tx_id, kind, raw_kind, amount_minor,
-			currency, fee_minor, occurred_at, pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description,
-			metadata, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		// Evidence goes in rowsPerInsert rows a statement: a statement's
+		// round trip through database/sql costs more than its rows.
+		insEv, err := tx.PrepareContext(ctx, evidenceInsert(1))
 		if err != nil {
 			return err
 		}
 		defer insEv.Close()
+		insEvs, err := tx.PrepareContext(ctx, evidenceInsert(rowsPerInsert))
+		if err != nil {
+			return err
+		}
+		defer insEvs.Close()
+		args := make([]any, 0, rowsPerInsert*evidenceCols)
 		insRej, err := tx.PrepareContext(ctx, `INSERT INTO rejected_row (source_id, seq, line, reason, raw) VALUES (?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
@@ -48,13 +55,22 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 		id := res.SourceID
 		b := ledgerdb.NewBatcher(
 			func(rows []ledgerdb.SeqEvidence) error {
-				for _, r := range rows {
-					e := r.Evidence
-					if _, err := insEv.ExecContext(ctx, id, r.Seq, e.Line, e.Provider, e.TxID, string(e.Kind), e.RawKind, e.Amount.Minor,
-						e.Amount.Currency, e.Fee, nullTS(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent,
-						e.ParentTxID, e.Description, nullJSON(r.Metadata), e.Raw); err != nil {
+				for len(rows) > 0 {
+					n, stmt := rowsPerInsert, insEvs
+					if len(rows) < n {
+						n, stmt = 1, insEv
+					}
+					args = args[:0]
+					for _, r := range rows[:n] {
+						e := r.Evidence
+						args = append(args, id, r.Seq, e.Line, e.Provider, e.TxID, string(e.Kind), e.RawKind, e.Amount.Minor,
+							e.Amount.Currency, e.Fee, nullTS(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent,
+							e.ParentTxID, e.Description, nullJSON(r.Metadata), e.Raw)
+					}
+					if _, err := stmt.ExecContext(ctx, args...); err != nil {
 						return err
 					}
+					rows = rows[n:]
 				}
 				return nil
 			},
@@ -89,6 +105,20 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 		return nil, fmt.Errorf("ingest %s: %w", p.URI, err)
 	}
 	return res, nil
+}
+
+// rowsPerInsert is how many evidence rows one INSERT writes.
+const rowsPerInsert = 100
+
+// evidenceCols is how many columns an evidence row has.
+const evidenceCols = 20
+
+// evidenceInsert is the INSERT of n evidence rows.
+func evidenceInsert(n int) string {
+	row := "(" + strings.Repeat("?, ", evidenceCols-1) + "?)"
+	return `INSERT INTO evidence (source_id, seq, line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
+		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw) VALUES ` +
+		strings.Repeat(row+", ", n-1) + row
 }
 
 // errDuplicate rolls back the ingest of content that is in already.
