@@ -95,12 +95,16 @@ type Store interface {
 	// Partitions are read in a compact form: no raw row, metadata,
 	// description, raw kind, fee or source hash.
 	//
-	// The confirmations match returns are recorded before the next
-	// partition is read: each effect's state becomes confirmed and final
-	// (its since kept when it was confirmed already), and an attempted
-	// effect is confirmed with the given id, conditional on it still being
-	// attempted. An error from match stops the matching and is returned;
-	// the partitions recorded before it stay recorded.
+	// match is called once per partition, in order, one call at a time
+	// (not necessarily on the caller's goroutine): a driver may read the
+	// next partition and record the last while match classifies one. The
+	// confirmations match returns are recorded as the matching goes on,
+	// one transaction per partition, and all of them by the time
+	// MatchPartitions returns: each effect's state becomes confirmed and
+	// final (its since kept when it was confirmed already), and an
+	// attempted effect is confirmed with the given id, conditional on it
+	// still being attempted. An error from match stops the matching and is
+	// returned; the partitions recorded before it stay recorded.
 	MatchPartitions(ctx context.Context, p *MatchParams, match func(part *Partition) ([]Confirmation, error)) (*MatchSummary, error)
 	// RecordFindings writes a run's findings in one transaction: a finding
 	// row for each discrepancy other than confirmed, the state of every

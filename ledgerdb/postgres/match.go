@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -166,23 +165,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	steps, kinds := m.p.Steps()
 	sources, linkKinds, charge := nonNil(m.p.Sources), m.p.LinkKinds(), string(reconcile.KindCharge)
 	exec := func(sql string, args ...any) error {
-		t := time.Now()
-		if os.Getenv("EXPLAIN") != "" && (strings.HasPrefix(sql, "CREATE TEMP TABLE m_tx") || strings.HasPrefix(sql, "CREATE TEMP TABLE m_part")) {
-			rows, err := m.conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+sql, args...)
-			if err != nil {
-				return err
-			}
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(os.Stderr, strings.Join(lines, "\n"))
-			return nil
-		}
 		_, err := m.conn.Exec(ctx, sql, args...)
-		if os.Getenv("TRACE") != "" {
-			fmt.Fprintf(os.Stderr, "TRACE %v %.60q\n", time.Since(t), sql)
-		}
 		return err
 	}
 	var closed, earlier bool

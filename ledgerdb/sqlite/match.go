@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"reconcile"
@@ -100,22 +99,16 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 		if i < len(bounds) {
 			hi = bounds[i]
 		}
-		t0 := time.Now()
 		if err := m.read(ctx, part, lo, hi, i > 0, i < len(bounds)); err != nil {
 			return nil, err
 		}
-		t1 := time.Now()
 		confs, err := match(part)
 		if err != nil {
 			return nil, err
 		}
-		t2 := time.Now()
 		n, err := m.record(ctx, confs)
 		if err != nil {
 			return nil, err
-		}
-		if os.Getenv("TRACE") != "" {
-			fmt.Fprintf(os.Stderr, "TRACE part %d: read %v match %v record %v\n", i, t1.Sub(t0), t2.Sub(t1), time.Since(t2))
 		}
 		sum.Confirmed += n
 	}
@@ -131,11 +124,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	}
 	sources, linkKinds := jsonList(m.p.Sources), jsonList(m.p.LinkKinds())
 	exec := func(q string, args ...any) error {
-		t := time.Now()
 		_, err := m.conn.ExecContext(ctx, q, args...)
-		if os.Getenv("TRACE") != "" {
-			fmt.Fprintf(os.Stderr, "TRACE %v %.60q\n", time.Since(t), q)
-		}
 		return err
 	}
 	if err := exec(matchSetup); err != nil {
