@@ -228,14 +228,30 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 // record whose amount a merged transaction keeps) does not depend on the
 // order of the inputs. Records equal in all of it are interchangeable.
 func compareRecords(a, b *reconcile.Evidence) int {
+	// Written out rather than with cmp.Or, which would compare every field
+	// of every pair before choosing: records mostly differ in their line.
+	if c := strings.Compare(a.URI, b.URI); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Line, b.Line); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.TxID, b.TxID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Amount.Minor, b.Amount.Minor); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Amount.Currency, b.Amount.Currency); c != 0 {
+		return c
+	}
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c
+	}
 	return cmp.Or(
-		strings.Compare(a.URI, b.URI),
-		cmp.Compare(a.Line, b.Line),
-		strings.Compare(a.TxID, b.TxID),
-		strings.Compare(string(a.Kind), string(b.Kind)),
-		cmp.Compare(a.Amount.Minor, b.Amount.Minor),
-		strings.Compare(a.Amount.Currency, b.Amount.Currency),
-		a.Time.Compare(b.Time),
 		strings.Compare(a.EffectKey, b.EffectKey),
 		strings.Compare(a.PaymentIntent, b.PaymentIntent),
 		strings.Compare(a.ParentTxID, b.ParentTxID),

@@ -414,3 +414,30 @@ func testRejectedRows(e *env) {
 		e.t.Errorf("RejectedRows of an unknown source: err = %v, want ErrNotFound", err)
 	}
 }
+
+// A run's result is kept whole, whatever text its strings hold.
+func testRunResult(e *env) {
+	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
+		e.t.Fatal(err)
+	}
+	result := "{\"reason\": \"a \\\"quoted\\\" C:\\\\path,\\ttab and\\nline\",\n\t\"inputs\": [{\"uri\": \"s3://b/k\\u00e9\"}], \"n\": 12345678901234}"
+	r, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(result)})
+	if err != nil || r.Status != reconcile.RunSucceeded || r.ID != "run_1" {
+		e.t.Fatalf("FinishRun = %+v, %v", r, err)
+	}
+	jsonEqual(e.t, r.Result, result)
+	got, err := e.store.Run(e.ctx, "run_1")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	jsonEqual(e.t, got.Result, result)
+	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_2"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); err != nil {
+		e.t.Fatal(err)
+	}
+	if got, err := e.store.Run(e.ctx, "run_2"); err != nil || got.Result != nil {
+		e.t.Errorf("Run(run_2) = %+v, %v; want no result", got, err)
+	}
+}

@@ -84,6 +84,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
 		{"CompensatedDuplicateIsFinal", testCompensatedDuplicateIsFinal},
 		{"AcknowledgeEscalation", testAcknowledgeEscalation},
+		{"RunResultIsKeptAsGiven", testRunResult},
 		{"CoverageOfTheRunsSources", testCoverage},
 		{"RejectedRowsOfASource", testRejectedRows},
 		{"MatchPartitionsLinkLikeTheMatcher", testMatchPartitionsLinkLikeTheMatcher},

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,11 +47,27 @@ func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 	return r, nil
 }
 
-// FinishRun implements ledgerdb.Store.
+// FinishRun implements ledgerdb.Store. The result of a large run is
+// hundreds of megabytes of JSON: it goes in through COPY, a piece at a time,
+// rather than as one parameter that would be copied whole, and is not read
+// back (the run returned carries the result as given).
 func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `
-		UPDATE run SET status = $2, result = $3, finished_at = $4 WHERE id = $1 AND status = 'running'
-		RETURNING `+runCols, p.ID, string(p.Status), nullJSON(p.Result), s.now()))
+	var r *reconcile.Run
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE run_result (result text) ON COMMIT DROP`); err != nil {
+			return err
+		}
+		if len(p.Result) > 0 {
+			if _, err := tx.Conn().PgConn().CopyFrom(ctx, &copyText{b: p.Result}, `COPY run_result FROM STDIN`); err != nil {
+				return err
+			}
+		}
+		var err error
+		r, err = scanRun(tx.QueryRow(ctx, `
+			UPDATE run SET status = $2, result = (SELECT result::jsonb FROM run_result), finished_at = $3 WHERE id = $1 AND status = 'running'
+			RETURNING id, status, args, NULL::jsonb, started_at, finished_at`, p.ID, string(p.Status), s.now()))
+		return err
+	})
 	if errors.Is(err, reconcile.ErrNotFound) {
 		if _, gerr := s.Run(ctx, p.ID); gerr != nil {
 			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
@@ -59,7 +77,65 @@ func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 	if err != nil {
 		return nil, fmt.Errorf("run %s: finish: %w", p.ID, err)
 	}
+	r.Result = p.Result
 	return r, nil
+}
+
+// copyText reads b as one value of COPY's text format, ending its row:
+// backslashes, and the characters that would end a field or a row,
+// escaped.
+type copyText struct {
+	b       []byte
+	pending byte // the second half of an escape that did not fit
+	done    bool
+}
+
+func (c *copyText) Read(out []byte) (int, error) {
+	n := 0
+	if c.pending != 0 && n < len(out) {
+		out[n], c.pending = c.pending, 0
+		n++
+	}
+	for len(c.b) > 0 && n < len(out) {
+		i := bytes.IndexAny(c.b, "\\\n\r\t")
+		if i != 0 {
+			if i < 0 {
+				i = len(c.b)
+			}
+			k := copy(out[n:], c.b[:i])
+			n, c.b = n+k, c.b[k:]
+			continue
+		}
+		out[n], c.pending = '\\', copyEscape(c.b[0])
+		n, c.b = n+1, c.b[1:]
+		if n < len(out) {
+			out[n], c.pending = c.pending, 0
+			n++
+		}
+	}
+	if len(c.b) == 0 && c.pending == 0 && !c.done && n < len(out) {
+		out[n] = '\n'
+		n++
+		c.done = true
+	}
+	if n == 0 && c.done {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// copyEscape is the letter that follows a backslash for ch in COPY's text
+// format.
+func copyEscape(ch byte) byte {
+	switch ch {
+	case '\n':
+		return 'n'
+	case '\r':
+		return 'r'
+	case '\t':
+		return 't'
+	}
+	return ch
 }
 
 // Run implements ledgerdb.Store.

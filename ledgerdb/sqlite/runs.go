@@ -49,9 +49,10 @@ func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 
 // FinishRun implements ledgerdb.Store.
 func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
+	// The result is not read back: a large run's is hundreds of megabytes.
 	r, err := scanRun(s.db.QueryRowContext(ctx, `
 		UPDATE run SET status = ?, result = ?, finished_at = ? WHERE id = ? AND status = 'running'
-		RETURNING `+runCols, string(p.Status), nullJSON(p.Result), ts(s.now()), p.ID))
+		RETURNING id, status, args, NULL, started_at, finished_at`, string(p.Status), nullJSON(p.Result), ts(s.now()), p.ID))
 	if errors.Is(err, reconcile.ErrNotFound) {
 		if _, gerr := s.Run(ctx, p.ID); gerr != nil {
 			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
@@ -61,6 +62,7 @@ func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 	if err != nil {
 		return nil, fmt.Errorf("run %s: finish: %w", p.ID, err)
 	}
+	r.Result = p.Result
 	return r, nil
 }
 

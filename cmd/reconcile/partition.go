@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+	"reconcile/matcher"
+	"reconcile/report"
+)
+
+// partitionMatch classifies a run one partition at a time. Confirmed
+// effects are handed back to the ledger at once, and forgotten; the other
+// findings (a few percent) are kept for the actions and the result.
+type partitionMatch struct {
+	in         matcher.Input // the cutoffs, scope and paging thresholds
+	log        *slog.Logger
+	kept       []reconcile.Discrepancy
+	created    map[string]time.Time // when each kept finding's effect was created
+	confirmed  int
+	outOfScope int
+	done       atomic.Int64 // partitions matched, for the progress line
+	count      atomic.Int64
+	linked     func()        // called when the first partition comes: the ledger has linked the evidence
+	matching   time.Duration // spent classifying, as opposed to reading and recording
+}
+
+// match classifies one partition and returns the confirmations to record:
+// every confirmed effect but those already confirmed and final with
+// nothing left to write. A confirmed compensation is kept instead, since
+// the actions may yet escalate it.
+func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+	if part.Index == 0 && m.linked != nil {
+		m.linked()
+	}
+	defer func(t time.Time) { m.matching += time.Since(t) }(time.Now())
+	m.count.Store(int64(part.Count))
+	in := m.in
+	in.Effects = make([]matcher.Effect, len(part.Effects))
+	byKey := make(map[string]int, len(part.Effects))
+	for i := range part.Effects {
+		e, err := matcher.FromLedger(&part.Effects[i].Effect)
+		if err != nil {
+			m.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
+		}
+		in.Effects[i] = e
+		byKey[e.Key] = i
+	}
+	in.Evidence = append(part.Evidence, part.Earlier...)
+	found := matcher.Match(&in)
+	ds := found.Discrepancies
+	if len(part.Earlier) > 0 {
+		ds = onlyThisRunsUnexpected(ds, part.Evidence)
+	}
+	m.outOfScope += found.OutOfScope
+
+	var confs []ledgerdb.Confirmation
+	for i := range ds {
+		d := &ds[i]
+		j, isEffect := byKey[d.EffectKey]
+		if d.Class == reconcile.Confirmed && isEffect && !matcher.IsCompensation(&in.Effects[j]) {
+			m.confirmed++
+			e := &part.Effects[j]
+			c := ledgerdb.Confirmation{Key: e.Key}
+			if e.Status == reconcile.StatusAttempted {
+				c.ExternalID = ledgerdb.ConfirmingID(&d.Transactions[0])
+			} else if e.State == reconcile.Confirmed && e.Final {
+				continue // nothing to write: it stays as the previous run left it
+			}
+			confs = append(confs, c)
+			continue
+		}
+		if isEffect {
+			m.created[d.EffectKey] = part.Effects[j].CreatedAt
+		}
+		m.kept = append(m.kept, *d)
+	}
+	m.done.Add(1)
+	return confs, nil
+}
+
+// sorted hands over the kept findings, in the order one match over all
+// of the data gives them: effects by key, then unexpected transactions by
+// provider, id and kind.
+func (m *partitionMatch) sorted() []reconcile.Discrepancy {
+	slices.SortFunc(m.kept, func(a, b reconcile.Discrepancy) int {
+		if (a.EffectKey == "") != (b.EffectKey == "") {
+			if a.EffectKey == "" {
+				return 1
+			}
+			return -1
+		}
+		if a.EffectKey != "" {
+			return strings.Compare(a.EffectKey, b.EffectKey)
+		}
+		x, y := &a.Transactions[0], &b.Transactions[0]
+		return cmp.Or(strings.Compare(x.Provider, y.Provider), strings.Compare(x.ID, y.ID), strings.Compare(string(x.Kind), string(y.Kind)))
+	})
+	kept := m.kept
+	m.kept = nil
+	return kept
+}
+
+// onlyThisRunsUnexpected drops unexpected transactions that no record of
+// this run's inputs describes: earlier evidence read for context was
+// reported by the run that ingested it. A transaction is named by its
+// provider, kind and id: a refund whose id is a payment intent does not
+// describe a charge of that intent.
+func onlyThisRunsUnexpected(ds []reconcile.Discrepancy, evidence []reconcile.Evidence) []reconcile.Discrepancy {
+	type name struct {
+		provider string
+		kind     reconcile.Kind
+		id       string
+	}
+	mine := map[name]bool{}
+	for _, t := range matcher.Transactions(evidence) {
+		mine[name{t.Provider, t.Kind, t.ID}] = true
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		if d.Class != reconcile.Unexpected {
+			out = append(out, d)
+		} else if t := &d.Transactions[0]; mine[name{t.Provider, t.Kind, t.ID}] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// resultJSON is json.Marshal(res), built one finding at a time into one
+// buffer: encoding/json would hold the whole encoding twice (its buffer
+// and the copy it returns), for a run of ten million effects some hundreds
+// of megabytes.
+func resultJSON(res *report.Result) []byte {
+	ds := res.Discrepancies
+	if ds == nil {
+		b, _ := json.Marshal(res)
+		return b
+	}
+	res.Discrepancies = []report.Discrepancy{}
+	head, _ := json.Marshal(res)
+	res.Discrepancies = ds
+	// Text in the result is quoted, so only the member itself reads so.
+	at := bytes.Index(head, []byte(`"discrepancies":[]`)) + len(`"discrepancies":[`)
+	buf := make([]byte, 0, len(head)+512*len(ds))
+	buf = append(buf, head[:at]...)
+	for i := range ds {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		b, _ := json.Marshal(&ds[i])
+		buf = append(buf, b...)
+	}
+	return append(buf, head[at:]...)
+}
