@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -148,23 +149,16 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		ctx = lease.ctx
 	}
 
-	// An input that cannot be read at all stops the run before it changes
-	// anything, so every new input is read once before any is written.
-	hashes := make([]string, len(srcs))
-	for i, src := range srcs {
-		stop := a.ingestProgress("checking", src.URI, opt)
-		hashes[i], err = checkReadable(ctx, store, src, opt)
-		stop()
-		if err != nil {
-			return inputFailure(err)
-		}
+	in, err := a.ingestAll(ctx, store, srcs, opt)
+	if err != nil {
+		return inputFailure(err)
 	}
 
 	argsJSON, _ := json.Marshal(map[string]any{"inputs": args, "as_of": f.asOf, "lag": f.lag.String(), "apply": f.apply, "slot": f.slot})
 	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: runID, Args: argsJSON}); err != nil {
 		return err
 	}
-	res, err := a.reconcile(ctx, store, runID, srcs, hashes, opt, asOf, f.lag, ap, pageFrom)
+	res, err := a.reconcile(ctx, store, runID, in, asOf, f.lag, ap, pageFrom)
 	status := reconcile.RunSucceeded
 	var resJSON []byte
 	if err != nil {
@@ -203,20 +197,60 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	return nil
 }
 
-// reconcile ingests, matches and records one run.
-func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, srcs []ingest.Source, hashes []string, opt *ingest.Options,
-	asOf time.Time, lag time.Duration, ap *compensate.Applier, pageFrom map[string]int64) (*report.Result, error) {
-	res := &report.Result{RunID: runID, Applied: ap.Apply, StartedAt: time.Now().UTC(), Counts: map[string]int{}, Inputs: []report.Input{}, Discrepancies: []report.Discrepancy{}, Rejected: []report.Rejected{}, Orphans: []report.Orphan{}}
-	start := time.Now()
-	phase := func(name string) {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond), "heap_mb", ms.HeapAlloc>>20, "heap_sys_mb", ms.HeapSys>>20)
-		start = time.Now()
-	}
-	var sourceIDs []int64
+// ingested is what a run's inputs gave: the report's part of them, and
+// their sources in the ledger.
+type ingested struct {
+	inputs    []report.Input
+	rejected  []report.Rejected
+	sourceIDs []int64
+}
+
+// ingestAll writes the run's new inputs into the ledger. An input that
+// cannot be read at all stops the run before it changes anything: every
+// new input but the largest is read once, writing nothing, before any is
+// written; the largest is then written first, in a transaction of its own
+// that its failure rolls back, so that it is read only once.
+func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest.Source, opt *ingest.Options) (*ingested, error) {
+	defer func(t time.Time) {
+		a.log.Debug("phase done", "phase", "ingest", "elapsed", time.Since(t).Round(time.Millisecond))
+	}(time.Now())
+	hashes := make([]string, len(srcs))
+	fresh := make([]bool, len(srcs))
+	first := -1 // the largest new input
 	for i, src := range srcs {
-		c := &collectRejected{}
+		hash, found, err := lookupSource(ctx, store, src)
+		if err != nil {
+			return nil, err
+		}
+		hashes[i], fresh[i] = hash, !found
+		if !found && (first < 0 || src.Size > srcs[first].Size) {
+			first = i
+		}
+	}
+	order := make([]int, 0, len(srcs))
+	if first >= 0 {
+		order = append(order, first)
+	}
+	for i := range srcs {
+		if i == first {
+			continue
+		}
+		order = append(order, i)
+		if !fresh[i] {
+			continue
+		}
+		stop := a.ingestProgress("checking", srcs[i].URI, opt)
+		in, err := ingest.Read(ctx, srcs[i], opt, &collectRejected{})
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		hashes[i] = in.Hash
+	}
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs))}
+	rejected := make([][]report.Rejected, len(srcs))
+	for _, i := range order {
+		src, c := srcs[i], &collectRejected{}
 		stop := a.ingestProgress("ingesting", src.URI, opt)
 		in, id, err := persist(ctx, store, src, hashes[i], opt, c)
 		stop()
@@ -232,12 +266,29 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 				c.Reject(&r)
 			}
 		}
-		sourceIDs = append(sourceIDs, id)
-		res.Inputs = append(res.Inputs, report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
-			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested})
-		res.Rejected = append(res.Rejected, c.rows...)
+		out.sourceIDs[i], rejected[i] = id, c.rows
+		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
+			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested}
 	}
-	phase("ingest")
+	out.rejected = slices.Concat(rejected...)
+	return out, nil
+}
+
+// reconcile matches and records one run over what its inputs gave.
+func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, in *ingested,
+	asOf time.Time, lag time.Duration, ap *compensate.Applier, pageFrom map[string]int64) (*report.Result, error) {
+	res := &report.Result{RunID: runID, Applied: ap.Apply, StartedAt: time.Now().UTC(), Counts: map[string]int{}, Inputs: in.inputs, Discrepancies: []report.Discrepancy{}, Rejected: in.rejected, Orphans: []report.Orphan{}}
+	if res.Rejected == nil {
+		res.Rejected = []report.Rejected{}
+	}
+	sourceIDs := in.sourceIDs
+	start := time.Now()
+	phase := func(name string) {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		a.log.Debug("phase done", "phase", name, "elapsed", time.Since(start).Round(time.Millisecond), "heap_mb", ms.HeapAlloc>>20, "heap_sys_mb", ms.HeapSys>>20)
+		start = time.Now()
+	}
 	cover, err := store.Coverage(ctx, sourceIDs)
 	if err != nil {
 		return nil, err
@@ -322,27 +373,20 @@ func (a *app) ingestProgress(verb, uri string, opt *ingest.Options) (stop func()
 	})
 }
 
-// checkReadable reads a source that is not in the ledger yet, writing
-// nothing, so that an unreadable input stops the run before anything
-// changes. It returns the content's hash when it knows it.
-func checkReadable(ctx context.Context, store ledgerdb.Store, src ingest.Source, opt *ingest.Options) (string, error) {
-	hash := ""
+// lookupSource says whether a source's content is in the ledger already,
+// and gives its hash when it is known without reading it through.
+func lookupSource(ctx context.Context, store ledgerdb.Store, src ingest.Source) (hash string, found bool, err error) {
 	if src.Local() {
-		var err error
 		if hash, err = src.Hash(ctx); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
 	if _, err := store.FindSource(ctx, hash, src.ETag); err == nil {
-		return hash, nil
+		return hash, true, nil
 	} else if !errors.Is(err, reconcile.ErrNotFound) {
-		return "", err
+		return "", false, err
 	}
-	in, err := ingest.Read(ctx, src, opt, &collectRejected{})
-	if err != nil {
-		return "", err
-	}
-	return in.Hash, nil
+	return hash, false, nil
 }
 
 // spoolStdin copies standard input to a temporary file, so that it can be

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,24 +209,43 @@ func TestRunClassifiesAndPlansOnPostgres(t *testing.T) {
 }
 
 // An input that cannot be read stops the run before it changes anything:
-// the readable input beside it is not ingested either.
+// the readable input beside it is not ingested either, whether the
+// unreadable one is read first to check it (the smaller) or written first
+// (the larger, in a transaction its failure rolls back).
 func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 	t.Parallel()
-	ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
-	seedLedger(t, ledger)
-	good := writeFile(t, "good.itemized.csv", settlement)
-	bad := writeFile(t, "bad.csv.gz", "\x1f\x8b\x08\x00garbage")
-	code, _, errOut := reconcileCmd(t, "run", "--ledger", ledger, good, bad)
-	if code != exitUsage || !strings.Contains(errOut, bad) {
-		t.Errorf("exit %d, stderr %q; want %d naming %s", code, errOut, exitUsage, bad)
-	}
-	store, _, err := openLedger(context.Background(), ledger, ledgerdb.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if srcs, err := store.Sources(context.Background()); err != nil || len(srcs) != 0 {
-		t.Errorf("sources after a refused run = %+v, %v; want none", srcs, err)
+	noise := make([]byte, 16<<10) // what does not compress, so that the gzip is the larger input
+	rand.NewChaCha8([32]byte{}).Read(noise)
+	var big bytes.Buffer
+	zw := gzip.NewWriter(&big)
+	zw.Write(noise)
+	zw.Close()
+	for name, bad := range map[string]string{
+		"smaller": "\x1f\x8b\x08\x00garbage",
+		"larger":  big.String()[:big.Len()-20], // truncated
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+			seedLedger(t, ledger)
+			good := writeFile(t, "good.itemized.csv", settlement)
+			bad := writeFile(t, "bad.csv.gz", bad)
+			if name == "larger" && len(settlement) >= big.Len() {
+				t.Fatalf("the truncated gzip (%d bytes) is not the larger input", big.Len())
+			}
+			code, _, errOut := reconcileCmd(t, "run", "--ledger", ledger, good, bad)
+			if code != exitUsage || !strings.Contains(errOut, bad) {
+				t.Errorf("exit %d, stderr %q; want %d naming %s", code, errOut, exitUsage, bad)
+			}
+			store, _, err := openLedger(context.Background(), ledger, ledgerdb.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if srcs, err := store.Sources(context.Background()); err != nil || len(srcs) != 0 {
+				t.Errorf("sources after a refused run = %+v, %v; want none", srcs, err)
+			}
+		})
 	}
 }
 
