@@ -57,7 +57,7 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 			break
 		}
 		d.Class = reconcile.Confirmed
-		d.Reason = fmt.Sprintf("%s %s seen once, as requested", kind, tx.ID)
+		d.Reason = string(kind) + " " + tx.ID + " seen once, as requested" // most effects: no Sprintf
 	default:
 		keep := keeper(e, seen)
 		var ids []string
@@ -166,11 +166,12 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		recs[i] = &evidence[i]
 	}
 	slices.SortFunc(recs, compareRecords)
-	chargeOfIntent := map[string]string{}
+	type intent struct{ provider, id string }
+	chargeOfIntent := map[intent]string{}
 	for _, r := range recs {
 		if r.Kind == reconcile.KindCharge && r.TxID != "" && r.PaymentIntent != "" {
-			if _, ok := chargeOfIntent[r.Provider+"\x00"+r.PaymentIntent]; !ok {
-				chargeOfIntent[r.Provider+"\x00"+r.PaymentIntent] = r.TxID
+			if _, ok := chargeOfIntent[intent{r.Provider, r.PaymentIntent}]; !ok {
+				chargeOfIntent[intent{r.Provider, r.PaymentIntent}] = r.TxID
 			}
 		}
 	}
@@ -180,11 +181,11 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		id       string
 	}
 	index := make(map[key]int, len(recs))
-	out := make([]reconcile.Transaction, 0, len(recs))
+	txs := make([]reconcile.Transaction, 0, len(recs))
 	for _, r := range recs {
 		id := r.TxID
 		if id == "" && r.PaymentIntent != "" {
-			if ch, ok := chargeOfIntent[r.Provider+"\x00"+r.PaymentIntent]; ok && r.Kind == reconcile.KindCharge {
+			if ch, ok := chargeOfIntent[intent{r.Provider, r.PaymentIntent}]; ok && r.Kind == reconcile.KindCharge {
 				id = ch
 			} else {
 				id = r.PaymentIntent
@@ -211,15 +212,25 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		k := key{r.Provider, r.Kind, id}
 		i, ok := index[k]
 		if !ok {
-			index[k] = len(out)
-			out = append(out, reconcile.Transaction{Provider: r.Provider, ID: id, Kind: r.Kind, Amount: r.Amount, Time: r.Time, Pending: true})
-			i = len(out) - 1
+			index[k] = len(txs)
+			txs = append(txs, reconcile.Transaction{Provider: r.Provider, ID: id, Kind: r.Kind, Amount: r.Amount, Time: r.Time, Pending: true})
+			i = len(txs) - 1
 		}
-		merge(&out[i], r)
+		merge(&txs[i], r)
 	}
-	slices.SortFunc(out, func(a, b reconcile.Transaction) int {
+	// Sorted by pointer, then copied once: a transaction is too large to
+	// move at every step of a sort.
+	sorted := make([]*reconcile.Transaction, len(txs))
+	for i := range txs {
+		sorted[i] = &txs[i]
+	}
+	slices.SortFunc(sorted, func(a, b *reconcile.Transaction) int {
 		return cmp.Or(strings.Compare(a.Provider, b.Provider), strings.Compare(a.ID, b.ID), strings.Compare(string(a.Kind), string(b.Kind)))
 	})
+	out := make([]reconcile.Transaction, len(txs))
+	for i, tx := range sorted {
+		out[i] = *tx
+	}
 	return out
 }
 

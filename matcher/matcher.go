@@ -148,7 +148,7 @@ func Match(in *Input) *Result {
 	sort.Slice(effects, func(i, j int) bool { return effects[i].Key < effects[j].Key })
 
 	byKey := make(map[string]int, len(effects))
-	byExternal := make(map[string]int, len(effects))
+	byExternal := make(map[externalID]int, len(effects))
 	for i := range effects {
 		byKey[effects[i].Key] = i
 		kind, ok := ExpectedKind(effects[i].Step)
@@ -156,11 +156,11 @@ func Match(in *Input) *Result {
 			// Effects that share an external id (a charge and its refund
 			// may both record the payment intent) are told apart by the
 			// kind they make; among those of one kind, the greatest key.
-			byExternal[externalKey(effects[i].Provider, id, kind)] = i
+			byExternal[externalID{effects[i].Provider, id, kind}] = i
 		}
 	}
 	linked := make([][]*reconcile.Transaction, len(effects))
-	res := &Result{}
+	res := &Result{Discrepancies: make([]reconcile.Discrepancy, 0, len(effects))}
 	var unexpected []*reconcile.Transaction
 	for i := range txs {
 		tx := &txs[i]
@@ -190,14 +190,16 @@ func Match(in *Input) *Result {
 	return res
 }
 
-func externalKey(provider, id string, kind reconcile.Kind) string {
-	return provider + "\x00" + id + "\x00" + string(kind)
+// externalID names a transaction as the ledger's external ids do.
+type externalID struct {
+	provider, id string
+	kind         reconcile.Kind
 }
 
 // link finds the effect a transaction belongs to: by effect key first, then
 // by the provider's ids against the ledger's external ids. A link only holds
 // when the effect's step makes transactions of the transaction's kind.
-func link(tx *reconcile.Transaction, effects []Effect, byKey, byExternal map[string]int) (int, bool) {
+func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byExternal map[externalID]int) (int, bool) {
 	fits := func(i int) bool {
 		k, ok := ExpectedKind(effects[i].Step)
 		return ok && k == tx.Kind && effects[i].Provider == tx.Provider
@@ -208,7 +210,7 @@ func link(tx *reconcile.Transaction, effects []Effect, byKey, byExternal map[str
 		}
 	}
 	for _, id := range providerIDs(tx) {
-		if i, ok := byExternal[externalKey(tx.Provider, id, tx.Kind)]; ok {
+		if i, ok := byExternal[externalID{tx.Provider, id, tx.Kind}]; ok {
 			return i, true
 		}
 	}
