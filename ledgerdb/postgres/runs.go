@@ -97,10 +97,13 @@ func (c *copyText) Read(out []byte) (int, error) {
 		n++
 	}
 	for len(c.b) > 0 && n < len(out) {
-		i := bytes.IndexAny(c.b, "\\\n\r\t")
+		// Only as far as fits: looking further for the next escape at
+		// every read would scan a long result over and over.
+		room := min(len(c.b), len(out)-n)
+		i := bytes.IndexAny(c.b[:room], "\\\n\r\t")
 		if i != 0 {
 			if i < 0 {
-				i = len(c.b)
+				i = room
 			}
 			k := copy(out[n:], c.b[:i])
 			n, c.b = n+k, c.b[k:]
