@@ -23,6 +23,7 @@ import (
 	"reconcile/ledgerdb/ledgertest"
 	"reconcile/provider"
 	"reconcile/provider/sandbox"
+	"reconcile/report"
 )
 
 // mainEnv makes the test binary run the command line instead of the tests:
@@ -148,6 +149,9 @@ func (w *applyWorld) reconcile(crashAt string, extra ...string) (int, *runResult
 	var r runResult
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		w.t.Fatalf("no JSON result (%v): %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	if err := report.CheckContract(bytes.NewReader(stdout.Bytes())); err != nil {
+		w.t.Errorf("the JSON result breaks the contract: %v", err)
 	}
 	return cmd.ProcessState.ExitCode(), &r, stderr.String()
 }

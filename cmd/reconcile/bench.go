@@ -21,6 +21,7 @@ import (
 	"reconcile"
 	"reconcile/fixtures"
 	"reconcile/ledgerdb"
+	"reconcile/report"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -105,6 +106,7 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	var (
 		counts map[string]int
 		peak   string
+		result = filepath.Join(dir, "result.json")
 	)
 	if exe, err := os.Executable(); err == nil && profile == "" && !strings.HasSuffix(exe, ".test") {
 		// A child starts with its parent's peak (Linux keeps it across
@@ -112,11 +114,11 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 		runtime.GC()
 		debug.FreeOSMemory()
 		resetPeakRSS()
-		counts, peak, err = a.benchRun(ctx, exe, path, events)
+		counts, peak, err = a.benchRun(ctx, exe, result, path, events)
 		if err != nil {
 			return err
 		}
-	} else if counts, err = a.benchRunHere(ctx, profile, path, events); err != nil {
+	} else if counts, err = a.benchRunHere(ctx, profile, result, path, events); err != nil {
 		return err
 	} else {
 		peak = peakRSS() + " (VmHWM since the world was loaded)"
@@ -132,6 +134,16 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 		}
 		say("  %-10s found %8d  built %8d  %s", c, counts[string(c)], want[c], mark)
 	}
+	f, err := os.Open(result)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := report.CheckContract(bufio.NewReader(f)); err != nil {
+		return fmt.Errorf("the JSON result %s breaks the contract: %w", result, err)
+	}
+	fi, _ := f.Stat()
+	say("the JSON result (%s, %.0f MB) keeps the contract", result, float64(fi.Size())/1e6)
 	return nil
 }
 
@@ -145,8 +157,8 @@ var benchArgs = []string{"--lag", "3h", "--stripe-tz", "UTC"}
 // leaves the runtime's bookkeeping of a heap of tens of gigabytes behind.
 // It returns the class counts of the run's summary and its peak resident
 // memory.
-func (a *app) benchRun(ctx context.Context, exe string, inputs ...string) (map[string]int, string, error) {
-	args := append([]string{"--log-level", a.logLevel, "--log-format", a.logFormat, "run", "--ledger", a.ledgerURL}, benchArgs...)
+func (a *app) benchRun(ctx context.Context, exe, result string, inputs ...string) (map[string]int, string, error) {
+	args := append([]string{"--log-level", a.logLevel, "--log-format", a.logFormat, "run", "--ledger", a.ledgerURL, "--json", result}, benchArgs...)
 	var out strings.Builder
 	cmd := exec.CommandContext(ctx, exe, append(args, inputs...)...)
 	cmd.Stdout, cmd.Stderr = &out, a.stderr
@@ -165,7 +177,7 @@ func (a *app) benchRun(ctx context.Context, exe string, inputs ...string) (map[s
 
 // benchRunHere runs the reconciliation in this process (under go test,
 // and for a CPU profile), after giving back what the generator held.
-func (a *app) benchRunHere(ctx context.Context, profile string, inputs ...string) (map[string]int, error) {
+func (a *app) benchRunHere(ctx context.Context, profile, result string, inputs ...string) (map[string]int, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS()
@@ -184,7 +196,7 @@ func (a *app) benchRunHere(ctx context.Context, profile string, inputs ...string
 	quiet := &app{stdout: &out, stderr: a.stderr, log: a.log, ledgerURL: a.ledgerURL}
 	f, cmd := &runFlags{}, &cobra.Command{}
 	f.add(cmd)
-	if err := cmd.Flags().Parse(benchArgs); err != nil {
+	if err := cmd.Flags().Parse(append([]string{"--json", result}, benchArgs...)); err != nil {
 		return nil, err
 	}
 	if err := quiet.run(ctx, f, inputs); err != nil && !needsPersonOnly(err) {

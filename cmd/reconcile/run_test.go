@@ -20,6 +20,7 @@ import (
 
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/postgres/pgtest"
+	"reconcile/report"
 )
 
 // settlement is a Stripe itemized report about the effects seedLedger
@@ -115,6 +116,9 @@ func runJSON(t *testing.T, args ...string) (int, runResult, string) {
 	if code == 0 || code == exitPerson {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("run printed no JSON result (%v): %s\nstderr: %s", err, out, errOut)
+		}
+		if err := report.CheckContract(strings.NewReader(out)); err != nil {
+			t.Errorf("the JSON result breaks the contract: %v", err)
 		}
 	}
 	return code, r, errOut
