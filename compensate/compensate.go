@@ -15,7 +15,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -192,15 +191,22 @@ type run struct {
 // completed. They are not made again, and not counted against the blast
 // radius.
 func (r *run) skipDone(ctx context.Context) error {
-	var comps []string
+	var comps, keys []string
 	for _, d := range r.ds {
 		for _, x := range d.Actions {
 			if x.Kind == reconcile.Compensate {
 				comps = append(comps, x.Key)
 			}
+			if x.Kind != reconcile.Escalate {
+				keys = append(keys, x.Key)
+			}
 		}
 	}
 	states, err := r.Store.EffectStates(ctx, comps)
+	if err != nil {
+		return err
+	}
+	claims, err := r.Store.ClaimsByKey(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -214,14 +220,7 @@ func (r *run) skipDone(ctx context.Context) error {
 				x.Outcome, x.Note = reconcile.OutcomeSkipped, "resolved by a person"
 				continue
 			}
-			c, err := r.Store.ClaimOf(ctx, x.Key)
-			if errors.Is(err, reconcile.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if c.State == reconcile.ClaimDone {
+			if c, ok := claims[x.Key]; ok && c.State == reconcile.ClaimDone {
 				fromEarlierRun(x, c.Result)
 			}
 		}

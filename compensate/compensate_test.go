@@ -403,10 +403,16 @@ func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
 		if n := refundsOf(w.sb, key); n != 1 {
 			t.Errorf("%d refunds, want the one hung call only", n)
 		}
-		// Once the provider shows it, the next run confirms the compensation.
+		// Once the provider shows it, the next run confirms the compensation
+		// by looking it up; on a slow machine the third run may already
+		// have, and the fourth then says it was made earlier.
 		res := w.act(w.applier("rec_4", compensate.Options{}), []reconcile.Discrepancy{d})
-		if x := outcome(t, res, key); x.Outcome != reconcile.OutcomeApplied || !strings.HasPrefix(x.Made, "re_") {
-			t.Errorf("after the refund landed: %+v, want applied, found by lookup", x)
+		x := outcome(t, res, key)
+		if !strings.HasPrefix(x.Made, "re_") || (x.Outcome != reconcile.OutcomeApplied && x.Note != "made by an earlier run") {
+			t.Errorf("after the refund landed: %+v, want applied (found by lookup) or skipped (made by an earlier run), with its refund", x)
+		}
+		if n := refundsOf(w.sb, key); n != 1 {
+			t.Errorf("%d refunds after the lookup, want 1", n)
 		}
 	})
 }

@@ -49,6 +49,9 @@ type Store interface {
 	Settle(ctx context.Context, p *SettleParams) (*reconcile.WriteResult, error)
 	// ClaimOf returns the claim on key, or reconcile.ErrNotFound.
 	ClaimOf(ctx context.Context, key string) (*reconcile.Claim, error)
+	// ClaimsByKey returns the claims on those of keys that have one, by key,
+	// in one round trip.
+	ClaimsByKey(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error)
 	// Orphans lists every orphan recorded, oldest first.
 	Orphans(ctx context.Context) ([]reconcile.Orphan, error)
 

@@ -211,6 +211,33 @@ func testClaimsOfAnEffect(e *env) {
 	}
 }
 
+// ClaimsByKey gives the claims on the keys that have one, each as ClaimOf
+// does, and nothing for the others.
+func testClaimsByKey(e *env) {
+	for _, k := range []string{"r:charge:1", "r:charge:2", "r:charge:3"} {
+		e.claimed(k, "a")
+	}
+	got, err := e.store.ClaimsByKey(e.ctx, []string{"r:charge:1", "r:charge:3", "r:charge:9", "r:charge:1"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(got) != 2 {
+		e.t.Errorf("ClaimsByKey = %d claims, want 2 (%v)", len(got), got)
+	}
+	for _, k := range []string{"r:charge:1", "r:charge:3"} {
+		one, err := e.store.ClaimOf(e.ctx, k)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if diff := cmp.Diff(one, got[k]); diff != "" {
+			e.t.Errorf("ClaimsByKey[%s] (-ClaimOf +got):\n%s", k, diff)
+		}
+	}
+	if none, err := e.store.ClaimsByKey(e.ctx, nil); err != nil || len(none) != 0 {
+		e.t.Errorf("ClaimsByKey(nil) = %v, %v; want none", none, err)
+	}
+}
+
 // A duplicate whose compensations were all made leaves the scope; one whose
 // compensation is still to make stays.
 func testCompensatedDuplicateIsFinal(e *env) {

@@ -82,6 +82,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"ResolveAbandonsAndClosesScope", testResolveAbandonsAndClosesScope},
 		{"StateSinceFollowsClassChanges", testStateSinceFollowsClassChanges},
 		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
+		{"ClaimsByKey", testClaimsByKey},
 		{"CompensatedDuplicateIsFinal", testCompensatedDuplicateIsFinal},
 		{"AcknowledgeEscalation", testAcknowledgeEscalation},
 		{"RunResultIsKeptAsGiven", testRunResult},

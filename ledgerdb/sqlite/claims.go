@@ -171,6 +171,24 @@ func (s *Store) ClaimOf(ctx context.Context, key string) (*reconcile.Claim, erro
 	return scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, key))
 }
 
+// ClaimsByKey implements ledgerdb.Store.
+func (s *Store) ClaimsByKey(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key IN (SELECT value FROM json_each(?))`, jsonList(keys))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]*reconcile.Claim{}
+	for rows.Next() {
+		c, err := scanClaim(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[c.Key] = c
+	}
+	return out, rows.Err()
+}
+
 // Orphans implements ledgerdb.Store.
 func (s *Store) Orphans(ctx context.Context) ([]reconcile.Orphan, error) {
 	rows, err := s.db.QueryContext(ctx, `
