@@ -13,6 +13,7 @@ import (
 
 	"reconcile/ingest"
 	"reconcile/ingest/csvmap"
+	"reconcile/report"
 )
 
 // inputFlags are the flags of every command that reads provider files.
@@ -96,19 +97,28 @@ func (f *inputFlags) sources(ctx context.Context, args []string, stdin io.Reader
 
 // writeJSON writes v as indented JSON to path, "-" meaning stdout.
 func (a *app) writeJSON(path string, v any) error {
-	var w io.Writer = a.stdout
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	return a.writeOut(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	})
+}
+
+// writeResult writes a run's result as indented JSON to path, "-" meaning
+// stdout.
+func (a *app) writeResult(path string, res *report.Result) error {
+	return a.writeOut(path, func(w io.Writer) error { return report.WriteJSON(w, res, true) })
+}
+
+func (a *app) writeOut(path string, write func(io.Writer) error) error {
+	err := error(nil)
+	if path == "-" {
+		err = write(a.stdout)
+	} else {
+		err = writeWith(path, write)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -38,7 +38,7 @@ func (f *outputFlags) add(cmd *cobra.Command) {
 // writeOutputs writes a finished run's JSON result, spreadsheet and metrics.
 func (a *app) writeOutputs(ctx context.Context, store ledgerdb.Store, f *outputFlags, res *report.Result) error {
 	if f.jsonPath != "" {
-		if err := a.writeJSON(f.jsonPath, res); err != nil {
+		if err := a.writeResult(f.jsonPath, res); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/matcher"
-	"reconcile/report"
 )
 
 // partitionMatch classifies a run one partition at a time. Confirmed
@@ -132,31 +129,4 @@ func onlyThisRunsUnexpected(ds []reconcile.Discrepancy, evidence []reconcile.Evi
 		}
 	}
 	return out
-}
-
-// resultJSON is json.Marshal(res), built one finding at a time into one
-// buffer: encoding/json would hold the whole encoding twice (its buffer
-// and the copy it returns), for a run of ten million effects some hundreds
-// of megabytes.
-func resultJSON(res *report.Result) []byte {
-	ds := res.Discrepancies
-	if ds == nil {
-		b, _ := json.Marshal(res)
-		return b
-	}
-	res.Discrepancies = []report.Discrepancy{}
-	head, _ := json.Marshal(res)
-	res.Discrepancies = ds
-	// Text in the result is quoted, so only the member itself reads so.
-	at := bytes.Index(head, []byte(`"discrepancies":[]`)) + len(`"discrepancies":[`)
-	buf := make([]byte, 0, len(head)+512*len(ds))
-	buf = append(buf, head[:at]...)
-	for i := range ds {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		b, _ := json.Marshal(&ds[i])
-		buf = append(buf, b...)
-	}
-	return append(buf, head[at:]...)
 }

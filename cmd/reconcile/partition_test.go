@@ -14,7 +14,6 @@ import (
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgertest"
 	"reconcile/matcher"
-	"reconcile/report"
 )
 
 // ledgerWorld is a random ledger, its states from earlier runs, and two
@@ -286,24 +285,4 @@ func jsonOf(ds []reconcile.Discrepancy) []string {
 		out = append(out, string(b))
 	}
 	return out
-}
-
-// The result recorded for a run is exactly what encoding/json makes of it.
-func TestResultJSONEqualsItsEncoding(t *testing.T) {
-	res := &report.Result{RunID: "rec_1", Counts: map[string]int{"missing": 2}, Inputs: []report.Input{{URI: `a "discrepancies":[] b.csv`}},
-		Discrepancies: []report.Discrepancy{
-			{Class: reconcile.Missing, EffectKey: "r:charge:0", Transactions: []string{}, Actions: []report.Action{{Kind: reconcile.Redeliver, Key: "r:charge:0"}},
-				Reason: `no "charge" <by> the cutoff`, Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
-			{Class: reconcile.Unexpected, Transactions: []string{"ch_u"}, Actions: []report.Action{}},
-		},
-		Rejected: []report.Rejected{{URI: "a.csv", Line: 3, Raw: `"discrepancies":[]`}}, Orphans: []report.Orphan{}}
-	for _, r := range []*report.Result{res, {RunID: "rec_2", Discrepancies: []report.Discrepancy{}}, {RunID: "rec_3"}} {
-		want, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := resultJSON(r); string(got) != string(want) {
-			t.Errorf("resultJSON =\n%s\nwant\n%s", got, want)
-		}
-	}
 }

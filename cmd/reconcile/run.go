@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -167,7 +168,12 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		// What the matching and the actions left is given back before the
 		// result, which for a large run is the largest thing it holds.
 		debug.FreeOSMemory()
-		resJSON = resultJSON(res)
+		var buf bytes.Buffer
+		buf.Grow(512 * len(res.Discrepancies)) // about what each takes: grown once, not doubled
+		if err = report.WriteJSON(&buf, res, false); err != nil {
+			status = reconcile.RunFailed
+		}
+		resJSON = buf.Bytes()
 	}
 	t := time.Now()
 	if _, ferr := store.FinishRun(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: runID, Status: status, Result: resJSON}); ferr != nil && err == nil {
