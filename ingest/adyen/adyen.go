@@ -314,11 +314,10 @@ func newParser(header []string, opt Options) (*parser, error) {
 // get returns the trimmed value of a documented column, "" when the column
 // is absent.
 func (p *parser) get(rec []string, col column) string {
-	i := p.at[col]
-	if i < 0 || i >= len(rec) {
-		return ""
+	if i := p.at[col]; uint(i) < uint(len(rec)) { // so written, get is inlined
+		return tabular.Trim(rec[i])
 	}
-	return tabular.Trim(rec[i])
+	return ""
 }
 
 // row gives one data row's outcome to sink. It returns an error only for a

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,55 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
-
-// call is one sink call, rendered as one JSON line in golden files.
-type call struct {
-	Call     string              `json:"call"`
-	Line     int                 `json:"line,omitempty"`
-	Reason   string              `json:"reason,omitempty"`
-	Raw      string              `json:"raw,omitempty"`
-	Evidence *reconcile.Evidence `json:"evidence,omitempty"`
-	Err      string              `json:"error,omitempty"`
-}
-
-// recorder is a RowSink that keeps every call.
-type recorder struct{ calls []call }
-
-func (r *recorder) Evidence(e *reconcile.Evidence) error {
-	r.calls = append(r.calls, call{Call: "evidence", Line: e.Line, Evidence: e})
-	return nil
-}
-
-func (r *recorder) Reject(line int, raw, reason string) error {
-	r.calls = append(r.calls, call{Call: "reject", Line: line, Raw: raw, Reason: reason})
-	return nil
-}
-
-func (r *recorder) Ignore(line int, reason string) error {
-	r.calls = append(r.calls, call{Call: "ignore", Line: line, Reason: reason})
-	return nil
-}
-
-// render writes the calls and the final error as JSON lines.
-func render(t testing.TB, calls []call, err error) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err != nil {
-		calls = append(calls, call{Call: "error", Err: err.Error()})
-	}
-	for _, c := range calls {
-		line, merr := json.Marshal(c)
-		if merr != nil {
-			t.Fatal(merr)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
-}
 
 func mustZone(t testing.TB, name string) *time.Location {
 	t.Helper()
@@ -85,45 +35,19 @@ func testOptions(t testing.TB) Options {
 	}
 }
 
-func parseString(t testing.TB, in string, opt Options) ([]call, error) {
-	t.Helper()
-	var rec recorder
-	err := Parse(context.Background(), strings.NewReader(in), opt, &rec)
-	return rec.calls, err
+func parseString(in string, opt Options) ([]ingesttest.Call, error) {
+	return ingesttest.Run(func(sink reconcile.RowSink) error {
+		return Parse(context.Background(), strings.NewReader(in), opt, sink)
+	})
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.csv")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !Detect(filepath.Base(f), in) {
-				t.Errorf("Detect(%s) = false", f)
-			}
-			calls, err := parseString(t, string(in), testOptions(t))
-			got := render(t, calls, err)
-			golden := strings.TrimSuffix(f, ".csv") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", golden, diff)
-			}
-		})
-	}
+	ingesttest.GoldenFiles(t, "testdata/*.csv", ingesttest.LinedCalls, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+		if !Detect(filepath.Base(path), in) {
+			t.Errorf("Detect(%s) = false", path)
+		}
+		return parseString(string(in), testOptions(t))
+	})
 }
 
 const header = "Company Account,Merchant Account,Psp Reference,Merchant Reference,Payment Method,Creation Date,TimeZone,Type," +
@@ -160,9 +84,9 @@ func settled(over map[string]string) map[string]string {
 }
 
 // only parses in and returns its one outcome.
-func only(t *testing.T, in string, opt Options) call {
+func only(t *testing.T, in string, opt Options) ingesttest.Call {
 	t.Helper()
-	calls, err := parseString(t, in, opt)
+	calls, err := parseString(in, opt)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -351,16 +275,12 @@ func TestMalformedRowsStayApart(t *testing.T) {
 		row(settled(nil)) +
 		"AcmeCo,\"ShopEU,c\n" +
 		row(settled(nil))
-	calls, err := parseString(t, in, testOptions(t))
+	calls, err := parseString(in, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, c := range calls {
-		got = append(got, fmt.Sprintf("%d %s", c.Line, c.Call))
-	}
-	want := []string{"2 reject", "3 reject", "4 evidence", "5 reject"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := []string{"reject@2", "reject@3", "evidence@4", "reject@5"}
+	if diff := cmp.Diff(want, ingesttest.Summary(calls)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 	if !strings.Contains(calls[3].Reason, "lines 5-6 were read as one row") {
@@ -370,11 +290,11 @@ func TestMalformedRowsStayApart(t *testing.T) {
 
 func TestIgnoredAndBlank(t *testing.T) {
 	in := header + "\n   \n" + strings.Repeat(",", 29) + "\n"
-	calls, err := parseString(t, in, testOptions(t))
+	calls, err := parseString(in, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []call{{Call: "ignore", Line: 4, Reason: "empty row: every field is empty"}}
+	want := []ingesttest.Call{{Call: "ignore", Line: 4, Reason: "empty row: every field is empty"}}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
@@ -399,13 +319,13 @@ func TestFatal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseString(t, tt.in, tt.opt)
+			_, err := parseString(tt.in, tt.opt)
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Fatalf("got error %v, want one starting with %q", err, tt.want)
 			}
 		})
 	}
-	_, err := parseString(t, header+row(settled(nil)), Options{})
+	_, err := parseString(header+row(settled(nil)), Options{})
 	var mz *MissingZoneError
 	if !errors.As(err, &mz) || mz.MerchantAccount != "ShopEU_ACCOUNT" || mz.Abbreviation != "CET" || mz.Line != 2 {
 		t.Errorf("got %v, want a *MissingZoneError for ShopEU_ACCOUNT on line 2", err)
@@ -420,7 +340,7 @@ func TestNetOnlyHeader(t *testing.T) {
 	if c.Call != "evidence" || c.Evidence.Amount != (reconcile.Money{Minor: -1234, Currency: "EUR"}) || c.Evidence.Kind != reconcile.KindPayout {
 		t.Fatalf("got %+v", c)
 	}
-	calls, err := parseString(t, header, testOptions(t))
+	calls, err := parseString(header, testOptions(t))
 	if err != nil || len(calls) != 0 {
 		t.Fatalf("header only: %v %v", calls, err)
 	}
@@ -447,16 +367,10 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-type failSink struct{ recorder }
-
-var errSink = errors.New("sink full")
-
-func (f *failSink) Evidence(*reconcile.Evidence) error { return errSink }
-
 func TestSinkErrorStops(t *testing.T) {
 	in := header + row(settled(nil)) + row(settled(nil))
-	err := Parse(context.Background(), strings.NewReader(in), testOptions(t), &failSink{})
-	if !errors.Is(err, errSink) {
+	err := Parse(context.Background(), strings.NewReader(in), testOptions(t), &ingesttest.FailingSink{On: "evidence"})
+	if !errors.Is(err, ingesttest.ErrSink) {
 		t.Fatalf("got %v, want the sink's error", err)
 	}
 }
@@ -464,7 +378,7 @@ func TestSinkErrorStops(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := Parse(ctx, strings.NewReader(header+row(settled(nil))), testOptions(t), &recorder{})
+	err := Parse(ctx, strings.NewReader(header+row(settled(nil))), testOptions(t), &ingesttest.Recorder{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -480,36 +394,17 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	for _, name := range []string{"settlement_detail.csv", "settlement_detail_v2.csv", "settlement_detail_rejects.csv"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, in := range ingesttest.Inputs(f, "testdata/*.csv") {
+		f.Add(in)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		opt := testOptions(t)
-		run := func() []byte {
-			var rec recorder
-			err := Parse(context.Background(), bytes.NewReader(in), opt, &rec)
-			lines := bytes.Count(in, []byte("\n")) + 1
-			for _, c := range rec.calls {
-				if c.Line < 1 || c.Line > lines {
-					t.Fatalf("%s on line %d of a %d-line input", c.Call, c.Line, lines)
-				}
-				if e := c.Evidence; e != nil {
-					if cur := e.Amount.Currency; len(cur) != 3 || strings.ToUpper(cur) != cur {
-						t.Fatalf("currency %q", cur)
-					}
-					if e.Time.Location() != time.UTC || e.Time.IsZero() {
-						t.Fatalf("time %v", e.Time)
-					}
-				}
+		for _, c := range ingesttest.Check(t, in, "adyen", func(sink reconcile.RowSink) error {
+			return Parse(context.Background(), bytes.NewReader(in), opt, sink)
+		}) {
+			if e := c.Evidence; e != nil && e.Time.IsZero() {
+				t.Fatalf("line %d: time %v", e.Line, e.Time)
 			}
-			return render(t, rec.calls, err)
-		}
-		if a, b := run(), run(); !bytes.Equal(a, b) {
-			t.Fatalf("two parses differ:\n%s\n%s", a, b)
 		}
 	})
 }
@@ -537,38 +432,13 @@ func benchInput(n int) []byte {
 	return b.Bytes()
 }
 
-type discard struct{}
-
-func (discard) Evidence(*reconcile.Evidence) error { return nil }
-func (discard) Reject(int, string, string) error   { return nil }
-func (discard) Ignore(int, string) error           { return nil }
-
 func BenchmarkParse(b *testing.B) {
-	in := benchInput(100_000)
 	opt := testOptions(b)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := Parse(context.Background(), bytes.NewReader(in), opt, discard{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ingesttest.Bench(b, benchInput(100_000), func(r io.Reader) error {
+		return Parse(context.Background(), r, opt, ingesttest.Discard{})
+	})
 }
 
 func BenchmarkReadCSV(b *testing.B) {
-	in := benchInput(100_000)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := csv.NewReader(bytes.NewReader(in))
-		r.FieldsPerRecord = -1
-		r.ReuseRecord = true
-		for {
-			if _, err := r.Read(); err == io.EOF {
-				break
-			} else if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	ingesttest.BenchReadCSV(b, benchInput(100_000))
 }

@@ -258,7 +258,10 @@ func (p *parser) metadata(rec []string, withNet bool) map[string]string {
 		if key == "" && withNet {
 			key = c.net
 		}
-		if v := tabular.Trim(rec[c.i]); key != "" && v != "" {
+		if key == "" || rec[c.i] == "" { // most reserved columns are empty: no call to Trim for them
+			continue
+		}
+		if v := tabular.Trim(rec[c.i]); v != "" {
 			kv = append(kv, key, v)
 		}
 	}

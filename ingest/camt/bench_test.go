@@ -8,7 +8,7 @@ import (
 	"io"
 	"testing"
 
-	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
 // benchDoc builds a camt.053.001.04 statement of n realistic entries: mostly
@@ -65,37 +65,23 @@ func benchDoc(n int) []byte {
 // benchRows is the number of entries the benchmarks parse.
 var benchRows = 100_000
 
-type discard struct{}
-
-func (discard) Evidence(*reconcile.Evidence) error { return nil }
-func (discard) Reject(int, string, string) error   { return nil }
-func (discard) Ignore(int, string) error           { return nil }
-
 func BenchmarkParse(b *testing.B) {
-	in := benchDoc(benchRows)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := Parse(context.Background(), bytes.NewReader(in), Options{}, discard{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ingesttest.Bench(b, benchDoc(benchRows), func(r io.Reader) error {
+		return Parse(context.Background(), r, Options{}, ingesttest.Discard{})
+	})
 }
 
 // BenchmarkReadXML only tokenizes the same bytes with encoding/xml: the floor
 // Parse is compared with.
 func BenchmarkReadXML(b *testing.B) {
-	in := benchDoc(benchRows)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		d := xml.NewDecoder(bytes.NewReader(in))
+	ingesttest.Bench(b, benchDoc(benchRows), func(r io.Reader) error {
+		d := xml.NewDecoder(r)
 		for {
 			if _, err := d.Token(); err == io.EOF {
-				break
+				return nil
 			} else if err != nil {
-				b.Fatal(err)
+				return err
 			}
 		}
-	}
+	})
 }

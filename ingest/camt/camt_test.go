@@ -3,10 +3,8 @@ package camt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,99 +14,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
-var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
-
-// recorder keeps every sink call as one JSON line, in order.
-type recorder struct {
-	lines []string
-	ev    []*reconcile.Evidence
-	outs  []outcome
-}
-
-// outcome is one sink call without its evidence body, for the invariants.
-type outcome struct {
-	Op     string
-	Line   int
-	Reason string
-}
-
-func (r *recorder) add(op string, v any) error {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // keep the XML in Raw readable in the golden files
-	if err := enc.Encode(map[string]any{op: v}); err != nil {
-		return err
-	}
-	r.lines = append(r.lines, strings.TrimSuffix(b.String(), "\n"))
-	return nil
-}
-
-func (r *recorder) Evidence(e *reconcile.Evidence) error {
-	r.ev = append(r.ev, e)
-	r.outs = append(r.outs, outcome{Op: "evidence", Line: e.Line})
-	return r.add("evidence", e)
-}
-
-func (r *recorder) Reject(line int, raw, reason string) error {
-	r.outs = append(r.outs, outcome{"reject", line, reason})
-	return r.add("reject", struct {
-		Line   int
-		Reason string
-		Raw    string
-	}{line, reason, raw})
-}
-
-func (r *recorder) Ignore(line int, reason string) error {
-	r.outs = append(r.outs, outcome{"ignore", line, reason})
-	return r.add("ignore", struct {
-		Line   int
-		Reason string
-	}{line, reason})
-}
-
-func parseString(t testing.TB, doc string) (*recorder, error) {
-	t.Helper()
-	rec := &recorder{}
+func parseString(doc string) (*ingesttest.Recorder, error) {
+	rec := &ingesttest.Recorder{}
 	err := Parse(context.Background(), strings.NewReader(doc), Options{}, rec)
 	return rec, err
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.xml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			in, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !Detect(filepath.Base(path), in) {
-				t.Errorf("Detect(%s) = false, want true", path)
-			}
-			rec := &recorder{}
-			if err := Parse(context.Background(), bytes.NewReader(in), Options{}, rec); err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			got := strings.Join(rec.lines, "\n") + "\n"
-			golden := strings.TrimSuffix(path, ".xml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("Parse(%s) mismatch (-want +got):\n%s", path, diff)
-			}
-		})
-	}
+	ingesttest.GoldenFiles(t, "testdata/*.xml", ingesttest.Ops, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+		if !Detect(filepath.Base(path), in) {
+			t.Errorf("Detect(%s) = false, want true", path)
+		}
+		rec, err := parseString(string(in))
+		return rec.Calls, err
+	})
 }
 
 func TestDetect(t *testing.T) {
@@ -155,14 +77,14 @@ func ntry(amt, dir, code, extra string) string {
 
 func one(t *testing.T, entries string) *reconcile.Evidence {
 	t.Helper()
-	rec, err := parseString(t, doc(entries))
+	rec, err := parseString(doc(entries))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if len(rec.ev) != 1 || len(rec.outs) != 1 {
-		t.Fatalf("Parse gave %v, want one evidence", rec.lines)
+	if len(rec.Calls) != 1 || rec.Calls[0].Evidence == nil {
+		t.Fatalf("Parse gave %v, want one evidence", rec.Calls)
 	}
-	return rec.ev[0]
+	return rec.Calls[0].Evidence
 }
 
 func TestAmountsSignsAndExponents(t *testing.T) {
@@ -264,16 +186,16 @@ func TestStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		entry := strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<Sts>BOOK</Sts>", tt.sts, 1)
-		rec, err := parseString(t, doc(entry))
+		rec, err := parseString(doc(entry))
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", tt.sts, err)
 		}
-		if len(rec.outs) != 1 || rec.outs[0].Op != tt.wantOp {
-			t.Errorf("Parse(%s) = %v, want one %s", tt.sts, rec.lines, tt.wantOp)
+		if len(rec.Calls) != 1 || rec.Calls[0].Call != tt.wantOp {
+			t.Errorf("Parse(%s) = %v, want one %s", tt.sts, rec.Calls, tt.wantOp)
 			continue
 		}
-		if tt.wantOp == "evidence" && rec.ev[0].Pending != tt.wantPending {
-			t.Errorf("Parse(%s).Pending = %v, want %v", tt.sts, rec.ev[0].Pending, tt.wantPending)
+		if tt.wantOp == "evidence" && rec.Calls[0].Evidence.Pending != tt.wantPending {
+			t.Errorf("Parse(%s).Pending = %v, want %v", tt.sts, rec.Calls[0].Evidence.Pending, tt.wantPending)
 		}
 	}
 }
@@ -347,12 +269,12 @@ func TestReferences(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		rec, err := parseString(t, doc(tt.entries))
+		rec, err := parseString(doc(tt.entries))
 		if err != nil {
 			t.Fatalf("%s: Parse: %v", tt.name, err)
 		}
 		var ids, keys []string
-		for _, e := range rec.ev {
+		for _, e := range rec.Records() {
 			ids = append(ids, e.TxID)
 			keys = append(keys, e.EffectKey)
 		}
@@ -397,12 +319,12 @@ func TestRejections(t *testing.T) {
 		{"bad charges", ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", "<Chrgs><Amt Ccy='EUR'>0.5.0</Amt></Chrgs>"), `Chrgs/Amt (EUR): amount "0.5.0" is not a number`},
 	}
 	for _, tt := range tests {
-		rec, err := parseString(t, doc(tt.entry))
+		rec, err := parseString(doc(tt.entry))
 		if err != nil {
 			t.Fatalf("%s: Parse: %v", tt.name, err)
 		}
-		want := []outcome{{"reject", 4, tt.want}}
-		if diff := cmp.Diff(want, rec.outs); diff != "" {
+		want := []ingesttest.Call{{Call: "reject", Line: 4, Reason: tt.want}}
+		if diff := cmp.Diff(want, rec.Outcomes()); diff != "" {
 			t.Errorf("%s: outcomes (-want +got):\n%s", tt.name, diff)
 		}
 	}
@@ -414,23 +336,24 @@ func TestBatchRowsEachGetTheirOutcome(t *testing.T) {
 		"<TxDtls><Refs><EndToEndId>E2</EndToEndId></Refs></TxDtls>\n" +
 		"<TxDtls><Amt Ccy='EUR'>2.00</Amt><CdtDbtInd>CRDT</CdtDbtInd></TxDtls>\n" +
 		"</NtryDtls></Ntry>"
-	rec, err := parseString(t, doc(entries))
+	rec, err := parseString(doc(entries))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []outcome{
-		{"evidence", 7, ""},
-		{"reject", 8, "batch transaction has no amount (TxDtls/Amt or TxDtls/AmtDtls/TxAmt/Amt)"},
-		{"evidence", 9, ""},
+	want := []ingesttest.Call{
+		{Call: "evidence", Line: 7},
+		{Call: "reject", Line: 8, Reason: "batch transaction has no amount (TxDtls/Amt or TxDtls/AmtDtls/TxAmt/Amt)"},
+		{Call: "evidence", Line: 9},
 	}
-	if diff := cmp.Diff(want, rec.outs); diff != "" {
+	if diff := cmp.Diff(want, rec.Outcomes()); diff != "" {
 		t.Fatalf("outcomes (-want +got):\n%s", diff)
 	}
-	if rec.ev[0].Amount.Minor != -100 || rec.ev[0].TxID != "B/1" || rec.ev[1].Amount.Minor != 200 || rec.ev[1].TxID != "B/3" {
-		t.Errorf("batch evidence = %+v, %+v; want -100 B/1 and +200 B/3", rec.ev[0], rec.ev[1])
+	ev := rec.Records()
+	if ev[0].Amount.Minor != -100 || ev[0].TxID != "B/1" || ev[1].Amount.Minor != 200 || ev[1].TxID != "B/3" {
+		t.Errorf("batch evidence = %+v, %+v; want -100 B/1 and +200 B/3", ev[0], ev[1])
 	}
-	if want := "<TxDtls><Amt Ccy='EUR'>1.00</Amt></TxDtls>"; rec.ev[0].Raw != want {
-		t.Errorf("Raw = %q, want %q", rec.ev[0].Raw, want)
+	if want := "<TxDtls><Amt Ccy='EUR'>1.00</Amt></TxDtls>"; ev[0].Raw != want {
+		t.Errorf("Raw = %q, want %q", ev[0].Raw, want)
 	}
 }
 
@@ -450,19 +373,19 @@ func TestFatal(t *testing.T) {
 		{"encoding", `<?xml version="1.0" encoding="UTF-16"?><Document/>`, `line 1: unsupported XML encoding "UTF-16" (convert the file to UTF-8)`},
 	}
 	for _, tt := range tests {
-		rec, err := parseString(t, tt.in)
+		rec, err := parseString(tt.in)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: Parse error = %v, want %s", tt.name, err, tt.want)
 		}
-		if tt.name != "truncated" && len(rec.outs) != 0 {
-			t.Errorf("%s: Parse gave outcomes %v, want none", tt.name, rec.lines)
+		if tt.name != "truncated" && len(rec.Calls) != 0 {
+			t.Errorf("%s: Parse gave outcomes %v, want none", tt.name, rec.Calls)
 		}
 	}
 }
 
 func TestTruncatedBetweenTokens(t *testing.T) {
 	// Cut between two elements: the document must not pass as complete.
-	_, err := parseString(t, doc("")[:strings.Index(doc(""), "</Stmt>")])
+	_, err := parseString(doc("")[:strings.Index(doc(""), "</Stmt>")])
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("Parse(cut between tokens) = %v, want a truncation error", err)
 	}
@@ -478,14 +401,15 @@ func TestLatin1(t *testing.T) {
 
 func one2(t *testing.T, in string) *reconcile.Evidence {
 	t.Helper()
-	rec, err := parseString(t, in)
+	rec, err := parseString(in)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if len(rec.ev) != 1 {
-		t.Fatalf("Parse gave %v, want one evidence", rec.lines)
+	ev := rec.Records()
+	if len(ev) != 1 {
+		t.Fatalf("Parse gave %v, want one evidence", rec.Calls)
 	}
-	return rec.ev[0]
+	return ev[0]
 }
 
 func TestHugeBatchKeepsMemoryBoundedAndRawShort(t *testing.T) {
@@ -502,7 +426,7 @@ func TestHugeBatchKeepsMemoryBoundedAndRawShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := newTape(src)
-	rec := &recorder{}
+	rec := &ingesttest.Recorder{}
 	p := &parser{ctx: context.Background(), dec: xml.NewDecoder(tp), tape: tp, sink: rec}
 	if err := p.document(); err != nil {
 		t.Fatal(err)
@@ -510,10 +434,11 @@ func TestHugeBatchKeepsMemoryBoundedAndRawShort(t *testing.T) {
 	if len(in) < 8*cap(tp.buf) {
 		t.Errorf("the tape grew to %d bytes for a %d-byte batch entry; it should keep one transaction at a time", cap(tp.buf), len(in))
 	}
-	if len(rec.ev) != n {
-		t.Fatalf("got %d evidence, want %d", len(rec.ev), n)
+	ev := rec.Records()
+	if len(ev) != n {
+		t.Fatalf("got %d evidence, want %d", len(ev), n)
 	}
-	last := rec.ev[n-1]
+	last := ev[n-1]
 	if last.Line != 4+n || last.TxID != "BIG/20000" || !strings.HasPrefix(last.Raw, "<TxDtls>") || !strings.HasSuffix(last.Raw, "</TxDtls>") {
 		t.Errorf("last row: Line %d TxID %s Raw %.40q", last.Line, last.TxID, last.Raw)
 	}
@@ -526,20 +451,14 @@ func TestHugeBatchKeepsMemoryBoundedAndRawShort(t *testing.T) {
 	}
 }
 
-type failSink struct{ recorder }
-
-var errSink = errors.New("sink full")
-
-func (f *failSink) Ignore(int, string) error { return errSink }
-
 func TestSinkErrorStopsParse(t *testing.T) {
 	in, err := os.ReadFile("testdata/v02_batch.xml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &failSink{}
-	if err := Parse(context.Background(), bytes.NewReader(in), Options{}, s); !errors.Is(err, errSink) {
-		t.Errorf("Parse with a failing sink = %v, want %v", err, errSink)
+	s := &ingesttest.FailingSink{On: "ignore"}
+	if err := Parse(context.Background(), bytes.NewReader(in), Options{}, s); !errors.Is(err, ingesttest.ErrSink) {
+		t.Errorf("Parse with a failing sink = %v, want %v", err, ingesttest.ErrSink)
 	}
 }
 
@@ -547,7 +466,7 @@ func TestContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	in := doc(strings.Repeat(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", "")+"\n", 5000))
-	err := Parse(ctx, strings.NewReader(in), Options{}, &recorder{})
+	err := Parse(ctx, strings.NewReader(in), Options{}, &ingesttest.Recorder{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Parse with a cancelled context = %v, want %v", err, context.Canceled)
 	}

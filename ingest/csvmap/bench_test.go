@@ -3,13 +3,12 @@ package csvmap
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"testing"
 
-	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
 // benchCSV builds n rows in the acmepay layout: payments, refunds and
@@ -34,43 +33,19 @@ func benchCSV(n int) []byte {
 	return b.Bytes()
 }
 
-type discard struct{}
-
-func (discard) Evidence(*reconcile.Evidence) error { return nil }
-func (discard) Reject(int, string, string) error   { return nil }
-func (discard) Ignore(int, string) error           { return nil }
-
 func BenchmarkParse(b *testing.B) {
 	js, err := os.ReadFile("testdata/acmepay.json")
 	if err != nil {
 		b.Fatal(err)
 	}
 	m := mustMapping(b, string(js))
-	in := benchCSV(100_000)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := Parse(context.Background(), bytes.NewReader(in), Options{Mapping: m}, discard{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ingesttest.Bench(b, benchCSV(100_000), func(r io.Reader) error {
+		return Parse(context.Background(), r, Options{Mapping: m}, ingesttest.Discard{})
+	})
 }
 
 // BenchmarkReadCSV only reads the same bytes with encoding/csv: the floor
 // Parse is compared with.
 func BenchmarkReadCSV(b *testing.B) {
-	in := benchCSV(100_000)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := csv.NewReader(bytes.NewReader(in))
-		r.ReuseRecord = true
-		for {
-			if _, err := r.Read(); err == io.EOF {
-				break
-			} else if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	ingesttest.BenchReadCSV(b, benchCSV(100_000))
 }

@@ -164,20 +164,21 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 
 // col is a mapped column: its header name and position, -1 when unmapped.
 type col struct {
-	name string
-	i    int
+	name  string
+	i     int
+	label string // `column "name"`, for rejection reasons
 }
 
 // reason is the rejection reason for c's value, which err describes. It is
-// built without fmt: a file read with the wrong currency gives one on every
-// row.
-func (c col) reason(err error) string {
-	return "column " + strconv.Quote(c.name) + ": " + err.Error()
+// built without fmt, and with the column's name quoted once: a file read
+// with the wrong currency gives one on every row.
+func (c *col) reason(err error) string {
+	return c.label + ": " + err.Error()
 }
 
 // get returns the trimmed value of c in rec, "" when c is unmapped.
-func (c col) get(rec []string) string {
-	if c.i < 0 {
+func (c *col) get(rec []string) string {
+	if c.i < 0 || rec[c.i] == "" {
 		return ""
 	}
 	return tabular.Trim(rec[c.i])
@@ -237,7 +238,8 @@ func (p *parser) header() error {
 		if name == "" {
 			return col{i: -1}
 		}
-		return col{name: strings.TrimSpace(name), i: h.Index(name)}
+		name = strings.TrimSpace(name)
+		return col{name: name, i: h.Index(name), label: "column " + strconv.Quote(name)}
 	}
 	c := &p.m.Columns
 	p.txID, p.amount, p.debit, p.credit = find(c.TxID), find(c.Amount), find(c.Debit), find(c.Credit)
@@ -307,7 +309,7 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	}
 
 	var ids [5]string
-	for i, c := range [...]col{p.txID, p.effectKey, p.parentEffectKey, p.paymentIntent, p.parentTxID} {
+	for i, c := range [...]*col{&p.txID, &p.effectKey, &p.parentEffectKey, &p.paymentIntent, &p.parentTxID} {
 		v := c.get(rec)
 		if exponent && reconcile.Mangled(v) {
 			return nil, "", fmt.Sprintf("column %q: %q is in scientific notation: a spreadsheet mangled the id and the original is lost", c.name, v)
@@ -351,7 +353,8 @@ func (p *parser) build(rec []string, exponent bool) (ev *reconcile.Evidence, ign
 	}
 
 	var meta map[string]string
-	for _, c := range p.meta {
+	for i := range p.meta {
+		c := &p.meta[i]
 		if v := c.get(rec); v != "" {
 			if meta == nil {
 				meta = make(map[string]string, len(p.meta))

@@ -3,9 +3,7 @@ package csvmap
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,57 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
-
-// recorder keeps every sink call as one JSON line, in order.
-type recorder struct {
-	lines []string
-	ev    []*reconcile.Evidence
-	outs  []outcome
-}
-
-// outcome is one sink call without its evidence body.
-type outcome struct {
-	Op     string
-	Line   int
-	Reason string
-}
-
-func (r *recorder) add(op string, v any) error {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]any{op: v}); err != nil {
-		return err
-	}
-	r.lines = append(r.lines, strings.TrimSuffix(b.String(), "\n"))
-	return nil
-}
-
-func (r *recorder) Evidence(e *reconcile.Evidence) error {
-	r.ev = append(r.ev, e)
-	r.outs = append(r.outs, outcome{Op: "evidence", Line: e.Line})
-	return r.add("evidence", e)
-}
-
-func (r *recorder) Reject(line int, raw, reason string) error {
-	r.outs = append(r.outs, outcome{"reject", line, reason})
-	return r.add("reject", struct {
-		Line   int
-		Reason string
-		Raw    string
-	}{line, reason, raw})
-}
-
-func (r *recorder) Ignore(line int, reason string) error {
-	r.outs = append(r.outs, outcome{"ignore", line, reason})
-	return r.add("ignore", struct {
-		Line   int
-		Reason string
-	}{line, reason})
-}
 
 func mustMapping(t testing.TB, js string) *Mapping {
 	t.Helper()
@@ -76,52 +25,21 @@ func mustMapping(t testing.TB, js string) *Mapping {
 	return m
 }
 
-func parse(t testing.TB, m *Mapping, in string) (*recorder, error) {
-	t.Helper()
-	rec := &recorder{}
+func parse(m *Mapping, in string) (*ingesttest.Recorder, error) {
+	rec := &ingesttest.Recorder{}
 	err := Parse(context.Background(), strings.NewReader(in), Options{Mapping: m}, rec)
 	return rec, err
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.csv")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		base := strings.TrimSuffix(path, ".csv")
-		t.Run(filepath.Base(base), func(t *testing.T) {
-			js, err := os.ReadFile(base + ".json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := mustMapping(t, string(js))
-			in, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if Detect(filepath.Base(path), in) {
-				t.Errorf("Detect(%s) = true, want false", path)
-			}
-			rec, err := parse(t, m, string(in))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			got := strings.Join(rec.lines, "\n") + "\n"
-			if *update {
-				if err := os.WriteFile(base+".golden", []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(base + ".golden")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("Parse(%s) mismatch (-want +got):\n%s", path, diff)
-			}
-		})
-	}
+	ingesttest.GoldenFiles(t, "testdata/*.csv", ingesttest.Ops, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+		m := mustMapping(t, string(ingesttest.ReadFile(t, strings.TrimSuffix(path, ".csv")+".json")))
+		if Detect(filepath.Base(path), in) {
+			t.Errorf("Detect(%s) = true, want false", path)
+		}
+		rec, err := parse(m, string(in))
+		return rec.Calls, err
+	})
 }
 
 func TestLoadMappingErrorsNameTheField(t *testing.T) {
@@ -250,16 +168,17 @@ func TestAmounts(t *testing.T) {
 		{strings.Replace(simple, `"acmepay"`, `"stripe"`, 1), "100.50,ISK", reconcile.Money{Minor: 10050, Currency: "ISK"}},
 	}
 	for _, tt := range tests {
-		rec, err := parse(t, mustMapping(t, tt.mapping), "id,date,amount,currency\nx,2024-01-02,"+tt.in+"\n")
+		rec, err := parse(mustMapping(t, tt.mapping), "id,date,amount,currency\nx,2024-01-02,"+tt.in+"\n")
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", tt.in, err)
 		}
-		if len(rec.ev) != 1 {
-			t.Errorf("Parse(%s) = %v, want one evidence", tt.in, rec.lines)
+		ev := rec.Records()
+		if len(ev) != 1 {
+			t.Errorf("Parse(%s) = %v, want one evidence", tt.in, rec.Calls)
 			continue
 		}
-		if rec.ev[0].Amount != tt.want {
-			t.Errorf("Parse(%s).Amount = %v, want %v", tt.in, rec.ev[0].Amount, tt.want)
+		if ev[0].Amount != tt.want {
+			t.Errorf("Parse(%s).Amount = %v, want %v", tt.in, ev[0].Amount, tt.want)
 		}
 	}
 }
@@ -290,17 +209,18 @@ func TestSigns(t *testing.T) {
 		{pair, "date,out,in", "2024-01-02,1.00x,", 0, `column "out": amount "1.00x" is not a number`},
 	}
 	for _, tt := range tests {
-		rec, err := parse(t, mustMapping(t, tt.mapping), tt.header+"\n"+tt.row+"\n")
+		rec, err := parse(mustMapping(t, tt.mapping), tt.header+"\n"+tt.row+"\n")
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", tt.row, err)
 		}
+		ev := rec.Records()
 		switch {
 		case tt.reject != "":
-			if diff := cmp.Diff([]outcome{{"reject", 2, tt.reject}}, rec.outs); diff != "" {
+			if diff := cmp.Diff([]ingesttest.Call{{Call: "reject", Line: 2, Reason: tt.reject}}, rec.Outcomes()); diff != "" {
 				t.Errorf("Parse(%s) (-want +got):\n%s", tt.row, diff)
 			}
-		case len(rec.ev) != 1 || rec.ev[0].Amount.Minor != tt.want:
-			t.Errorf("Parse(%s) = %v, want amount %d", tt.row, rec.lines, tt.want)
+		case len(ev) != 1 || ev[0].Amount.Minor != tt.want:
+			t.Errorf("Parse(%s) = %v, want amount %d", tt.row, rec.Calls, tt.want)
 		}
 	}
 }
@@ -325,16 +245,17 @@ func TestTimes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		js := `{"provider": "x", "currency": "EUR", "time_layout": "` + tt.layout + `", "time_zone": "` + tt.zone + `", "columns": {"time": "t", "amount": "a"}}`
-		rec, err := parse(t, mustMapping(t, js), "t;a\n"+tt.in+";1\n")
+		rec, err := parse(mustMapping(t, js), "t;a\n"+tt.in+";1\n")
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", tt.in, err)
 		}
-		if len(rec.ev) != 1 {
-			t.Errorf("Parse(%s in %s) = %v, want evidence", tt.in, tt.zone, rec.lines)
+		ev := rec.Records()
+		if len(ev) != 1 {
+			t.Errorf("Parse(%s in %s) = %v, want evidence", tt.in, tt.zone, rec.Calls)
 			continue
 		}
-		if got := rec.ev[0].Time.Format(time.RFC3339Nano); got != tt.want || rec.ev[0].Time.Location() != time.UTC {
-			t.Errorf("Parse(%s in %q).Time = %s (%v), want %s UTC", tt.in, tt.zone, got, rec.ev[0].Time.Location(), tt.want)
+		if got := ev[0].Time.Format(time.RFC3339Nano); got != tt.want || ev[0].Time.Location() != time.UTC {
+			t.Errorf("Parse(%s in %q).Time = %s (%v), want %s UTC", tt.in, tt.zone, got, ev[0].Time.Location(), tt.want)
 		}
 	}
 }
@@ -368,11 +289,11 @@ func TestRejections(t *testing.T) {
 		{`a,2024-01-02,1"00,EUR,,,,,`, `malformed CSV at character 15: bare " in non-quoted-field`},
 	}
 	for _, tt := range tests {
-		rec, err := parse(t, m, header+tt.row+"\n")
+		rec, err := parse(m, header+tt.row+"\n")
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", tt.row, err)
 		}
-		if diff := cmp.Diff([]outcome{{"reject", 2, tt.want}}, rec.outs); diff != "" {
+		if diff := cmp.Diff([]ingesttest.Call{{Call: "reject", Line: 2, Reason: tt.want}}, rec.Outcomes()); diff != "" {
 			t.Errorf("Parse(%s) (-want +got):\n%s", tt.row, diff)
 		}
 	}
@@ -380,16 +301,16 @@ func TestRejections(t *testing.T) {
 
 func TestTwoMalformedRowsStayApart(t *testing.T) {
 	m := mustMapping(t, simple)
-	rec, err := parse(t, m, "id,date,amount,currency\na,2024-01-02,1\"0,EUR\nb,2024-01-02,2\"0,EUR\nc,2024-01-02,3.00,EUR\n")
+	rec, err := parse(m, "id,date,amount,currency\na,2024-01-02,1\"0,EUR\nb,2024-01-02,2\"0,EUR\nc,2024-01-02,3.00,EUR\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []outcome{
-		{"reject", 2, `malformed CSV at character 15: bare " in non-quoted-field`},
-		{"reject", 3, `malformed CSV at character 15: bare " in non-quoted-field`},
-		{"evidence", 4, ""},
+	want := []ingesttest.Call{
+		{Call: "reject", Line: 2, Reason: `malformed CSV at character 15: bare " in non-quoted-field`},
+		{Call: "reject", Line: 3, Reason: `malformed CSV at character 15: bare " in non-quoted-field`},
+		{Call: "evidence", Line: 4},
 	}
-	if diff := cmp.Diff(want, rec.outs); diff != "" {
+	if diff := cmp.Diff(want, rec.Outcomes()); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 }
@@ -406,7 +327,7 @@ func TestKindsAndStatuses(t *testing.T) {
 		"2024-01-02,1,HOLD,ok\n" +
 		"2024-01-02,1,sale,VOID\n" +
 		",,,\n"
-	rec, err := parse(t, m, in)
+	rec, err := parse(m, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +337,7 @@ func TestKindsAndStatuses(t *testing.T) {
 		Pending, Failed bool
 	}
 	var gots []got
-	for _, e := range rec.ev {
+	for _, e := range rec.Records() {
 		gots = append(gots, got{e.Kind, e.RawKind, e.Pending, e.Failed})
 	}
 	wantEv := []got{
@@ -428,18 +349,18 @@ func TestKindsAndStatuses(t *testing.T) {
 	if diff := cmp.Diff(wantEv, gots); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)
 	}
-	wantIgn := []outcome{
-		{"ignore", 6, `k "HOLD" is mapped to ignore`},
-		{"ignore", 7, `s "VOID" is mapped to ignore`},
-		{"ignore", 8, "empty row"},
+	wantIgn := []ingesttest.Call{
+		{Call: "ignore", Line: 6, Reason: `k "HOLD" is mapped to ignore`},
+		{Call: "ignore", Line: 7, Reason: `s "VOID" is mapped to ignore`},
+		{Call: "ignore", Line: 8, Reason: "empty row"},
 	}
-	if diff := cmp.Diff(wantIgn, rec.outs[4:]); diff != "" {
+	if diff := cmp.Diff(wantIgn, rec.Outcomes()[4:]); diff != "" {
 		t.Errorf("ignored (-want +got):\n%s", diff)
 	}
 	fixed := mustMapping(t, `{"provider": "p", "currency": "EUR", "kind": "payout", "columns": {"time": "t", "amount": "a"}}`)
-	rec, err = parse(t, fixed, "t,a\n2024-01-02,-9\n")
-	if err != nil || len(rec.ev) != 1 || rec.ev[0].Kind != reconcile.KindPayout || rec.ev[0].RawKind != "" {
-		t.Errorf("fixed kind: %v %v, want one payout", err, rec.lines)
+	rec, err = parse(fixed, "t,a\n2024-01-02,-9\n")
+	if ev := rec.Records(); err != nil || len(ev) != 1 || ev[0].Kind != reconcile.KindPayout || ev[0].RawKind != "" {
+		t.Errorf("fixed kind: %v %v, want one payout", err, rec.Calls)
 	}
 }
 
@@ -454,20 +375,20 @@ func TestFatal(t *testing.T) {
 		{"empty", "", "line 1: the file ends within the 2 lines of skip_rows, before the header"},
 	}
 	for _, tt := range tests {
-		rec, err := parse(t, m, tt.in)
+		rec, err := parse(m, tt.in)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("%s: Parse error = %v, want %s", tt.name, err, tt.want)
 		}
-		if len(rec.outs) != 0 {
-			t.Errorf("%s: outcomes %v, want none", tt.name, rec.lines)
+		if len(rec.Outcomes()) != 0 {
+			t.Errorf("%s: outcomes %v, want none", tt.name, rec.Calls)
 		}
 	}
-	if err := Parse(context.Background(), strings.NewReader("a\n"), Options{}, &recorder{}); err == nil {
+	if err := Parse(context.Background(), strings.NewReader("a\n"), Options{}, &ingesttest.Recorder{}); err == nil {
 		t.Errorf("Parse without a mapping succeeded")
 	}
 	bad := &Mapping{Provider: "p"}
 	var fe *FieldError
-	if err := Parse(context.Background(), strings.NewReader("a\n"), Options{Mapping: bad}, &recorder{}); !errors.As(err, &fe) {
+	if err := Parse(context.Background(), strings.NewReader("a\n"), Options{Mapping: bad}, &ingesttest.Recorder{}); !errors.As(err, &fe) {
 		t.Errorf("Parse with an invalid mapping = %v, want a *FieldError", err)
 	}
 }
@@ -475,15 +396,16 @@ func TestFatal(t *testing.T) {
 func TestLinesWithPreambleBOMAndQuotedNewlines(t *testing.T) {
 	m := mustMapping(t, `{"provider": "p", "skip_rows": 1, "currency": "EUR", "columns": {"time": "t", "amount": "a", "description": "d"}}`)
 	in := "\ufeffExport of 2024-01-02\r\nt;a;d\r\n2024-01-02;1;\"two\r\nlines\"\r\n\r\n2024-01-02;2;x\r\n"
-	rec, err := parse(t, m, in)
+	rec, err := parse(m, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.ev) != 2 || rec.ev[0].Line != 3 || rec.ev[1].Line != 6 || rec.ev[0].Description != "two\nlines" {
-		t.Errorf("Parse = %v, want evidence on lines 3 and 6", rec.lines)
+	ev := rec.Records()
+	if len(ev) != 2 || ev[0].Line != 3 || ev[1].Line != 6 || ev[0].Description != "two\nlines" {
+		t.Errorf("Parse = %v, want evidence on lines 3 and 6", rec.Calls)
 	}
-	if want := "2024-01-02;1;\"two\nlines\""; rec.ev[0].Raw != want {
-		t.Errorf("Raw = %q, want %q", rec.ev[0].Raw, want)
+	if want := "2024-01-02;1;\"two\nlines\""; ev[0].Raw != want {
+		t.Errorf("Raw = %q, want %q", ev[0].Raw, want)
 	}
 }
 
@@ -494,7 +416,7 @@ func TestSharedMappingIsNotWritten(t *testing.T) {
 	for range 4 {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			rec := &recorder{}
+			rec := &ingesttest.Recorder{}
 			Parse(context.Background(), strings.NewReader("id,date,amount,currency\nx,2024-01-02,1,EUR\n"), Options{Mapping: m}, rec)
 		}()
 	}
@@ -506,16 +428,10 @@ func TestSharedMappingIsNotWritten(t *testing.T) {
 	}
 }
 
-type failSink struct{ recorder }
-
-var errSink = errors.New("sink full")
-
-func (f *failSink) Evidence(*reconcile.Evidence) error { return errSink }
-
 func TestSinkErrorStopsParse(t *testing.T) {
-	err := Parse(context.Background(), strings.NewReader("id,date,amount,currency\nx,2024-01-02,1,EUR\ny,2024-01-02,1,EUR\n"), Options{Mapping: mustMapping(t, simple)}, &failSink{})
-	if !errors.Is(err, errSink) {
-		t.Errorf("Parse with a failing sink = %v, want %v", err, errSink)
+	err := Parse(context.Background(), strings.NewReader("id,date,amount,currency\nx,2024-01-02,1,EUR\ny,2024-01-02,1,EUR\n"), Options{Mapping: mustMapping(t, simple)}, &ingesttest.FailingSink{On: "evidence"})
+	if !errors.Is(err, ingesttest.ErrSink) {
+		t.Errorf("Parse with a failing sink = %v, want %v", err, ingesttest.ErrSink)
 	}
 }
 
@@ -523,7 +439,7 @@ func TestContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	in := "id,date,amount,currency\n" + strings.Repeat("x,2024-01-02,1,EUR\n", 5000)
-	err := Parse(ctx, bytes.NewReader([]byte(in)), Options{Mapping: mustMapping(t, simple)}, &recorder{})
+	err := Parse(ctx, bytes.NewReader([]byte(in)), Options{Mapping: mustMapping(t, simple)}, &ingesttest.Recorder{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Parse with a cancelled context = %v, want %v", err, context.Canceled)
 	}

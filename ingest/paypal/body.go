@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"reconcile"
 	"reconcile/ingest/tabular"
@@ -74,10 +75,16 @@ var metaKeys = map[string]string{
 type columns struct {
 	names []string        // as written, runs of spaces collapsed
 	at    [numColumns]int // position of each column that becomes an Evidence field, -1 when absent
-	meta  []string        // Metadata key of each field, "" to leave out
+	meta  []metaCol       // the columns Metadata keeps, in order
 	// currencies remembers the currency codes seen, as written, with
 	// PayPal's exponents for them.
 	currencies reconcile.Currencies
+}
+
+// metaCol is a column kept in Metadata under key.
+type metaCol struct {
+	i   int
+	key string
 }
 
 // newColumns reads a CH row. Names are compared ignoring case and runs of
@@ -95,7 +102,7 @@ func newColumns(rec []string) (*columns, error) {
 	if err := h.Require(req...); err != nil {
 		return nil, err
 	}
-	c := &columns{names: h.Names, meta: make([]string, len(names)), currencies: reconcile.Currencies{Provider: provider}}
+	c := &columns{names: h.Names, currencies: reconcile.Currencies{Provider: provider}}
 	for col := range numColumns {
 		c.at[col] = h.Index(col.String())
 	}
@@ -104,21 +111,19 @@ func newColumns(rec []string) (*columns, error) {
 		if !known {
 			key = n
 		}
-		if i == 0 || h.Index(n) != i {
-			key = "" // the row type, or a repeated name
+		if i > 0 && h.Index(n) == i && key != "" { // not the row type, nor a repeated name
+			c.meta = append(c.meta, metaCol{i, key})
 		}
-		c.meta[i] = key
 	}
 	return c, nil
 }
 
 // get returns the trimmed value of a column, "" when the column is absent.
 func (c *columns) get(rec []string, col column) string {
-	i := c.at[col]
-	if i < 0 || i >= len(rec) {
-		return ""
+	if i := c.at[col]; uint(i) < uint(len(rec)) { // so written, get is inlined
+		return tabular.Trim(rec[i])
 	}
-	return tabular.Trim(rec[i])
+	return ""
 }
 
 // amount is one amount of an SB row as read: its sign, its value in STL
@@ -132,45 +137,56 @@ type amount struct {
 }
 
 // amounts reads an SB row's gross and, when it has one, its fee. A fee of
-// zero may come without a flag or currency, and counts as none.
-func (c *columns) amounts(rec []string) (gross, fee amount, hasFee bool) {
-	gross = c.part(rec, colDebitCredit, colGrossAmount, colGrossCurrency)
+// zero may come without a flag or currency, and counts as none. The
+// amounts are written to gross and fee, not returned: rows are many, and
+// an amount is seven words.
+func (c *columns) amounts(rec []string, gross, fee *amount) (hasFee bool) {
+	c.part(gross, rec, colDebitCredit, colGrossAmount, colGrossCurrency, c.get(rec, colGrossAmount))
 	raw := c.get(rec, colFeeAmount)
 	if v, ok := stlAmount(raw); raw == "" || ok && v == 0 {
-		return gross, amount{}, false
+		return false
 	}
-	return gross, c.part(rec, colFeeDebitCredit, colFeeAmount, colFeeCurrency), true
+	c.part(fee, rec, colFeeDebitCredit, colFeeAmount, colFeeCurrency, raw)
+	return true
 }
 
-// part reads one amount of an SB row, its CR/DR flag and its currency.
-func (c *columns) part(rec []string, flagCol, amtCol, curCol column) amount {
-	raw := c.get(rec, amtCol)
+// part reads into a one amount of an SB row, raw as written in amtCol, its
+// CR/DR flag and its currency.
+func (c *columns) part(a *amount, rec []string, flagCol, amtCol, curCol column, raw string) {
 	v, ok := stlAmount(raw)
 	switch {
 	case raw == "":
-		return amount{reason: fmt.Sprintf("%s is empty", amtCol)}
+		*a = amount{reason: fmt.Sprintf("%s is empty", amtCol)}
+		return
 	case !ok:
-		return amount{reason: fmt.Sprintf("%s %q is not an STL amount: unsigned digits, 12.34 written as 1234", amtCol, raw)}
+		*a = amount{reason: fmt.Sprintf("%s %q is not an STL amount: unsigned digits, 12.34 written as 1234", amtCol, raw)}
+		return
 	}
-	a := amount{v: v}
-	switch flag := strings.ToUpper(c.get(rec, flagCol)); {
+	flag := c.get(rec, flagCol)
+	if flag != "CR" && flag != "DR" {
+		flag = strings.ToUpper(flag)
+	}
+	var sign int64
+	switch {
 	case flag == "CR":
-		a.sign = 1
+		sign = 1
 	case flag == "DR":
-		a.sign = -1
+		sign = -1
 	case flag == "" && v == 0:
-		a.sign = 1
+		sign = 1
 	case flag == "":
-		return amount{reason: fmt.Sprintf("%s is empty for an amount of %s", flagCol, raw)}
+		*a = amount{reason: fmt.Sprintf("%s is empty for an amount of %s", flagCol, raw)}
+		return
 	default:
-		return amount{reason: fmt.Sprintf("%s is %q, want CR or DR", flagCol, c.get(rec, flagCol))}
+		*a = amount{reason: fmt.Sprintf("%s is %q, want CR or DR", flagCol, c.get(rec, flagCol))}
+		return
 	}
 	cur, exp, err := c.currencies.Lookup(c.get(rec, curCol))
 	if err != nil {
-		return amount{reason: fmt.Sprintf("%s: %v", curCol, err)}
+		*a = amount{reason: fmt.Sprintf("%s: %v", curCol, err)}
+		return
 	}
-	a.cur, a.exp = cur, exp
-	return a
+	*a = amount{sign: sign, v: v, cur: cur, exp: exp}
 }
 
 // minor converts an STL amount to minor units of cur. STL writes every
@@ -205,7 +221,7 @@ func pow10(n int) int64 {
 
 // evidence maps an SB row of the right width, whose amounts have been read,
 // or returns why it cannot.
-func (c *columns) evidence(rec []string, line int, raw string, gross, fee amount, hasFee bool) (*reconcile.Evidence, string) {
+func (c *columns) evidence(rec []string, line int, raw string, gross, fee *amount, hasFee bool) (*reconcile.Evidence, string) {
 	if tabular.HasExponent(raw) { // else no field can be mangled
 		for i, v := range rec {
 			if reconcile.Mangled(v) {
@@ -218,7 +234,7 @@ func (c *columns) evidence(rec []string, line int, raw string, gross, fee amount
 	if txid == "" {
 		return nil, "Transaction ID is empty"
 	}
-	code := strings.ToUpper(c.get(rec, colEventCode))
+	code := upper(c.get(rec, colEventCode))
 	if code == "" {
 		return nil, "Transaction Event Code is empty"
 	}
@@ -289,14 +305,25 @@ func parseTime(s string) (time.Time, error) {
 // metadata keeps the row's non-empty values that are not Evidence fields.
 func (c *columns) metadata(rec []string) map[string]string {
 	m := make(map[string]string, 8)
-	for i, v := range rec {
-		if key := c.meta[i]; key != "" {
-			if v = tabular.Trim(v); v != "" {
-				m[key] = v
+	for _, col := range c.meta {
+		if col.i < len(rec) && rec[col.i] != "" { // most are empty: no call to Trim for them
+			if v := tabular.Trim(rec[col.i]); v != "" {
+				m[col.key] = v
 			}
 		}
 	}
 	return m
+}
+
+// upper is strings.ToUpper, without its call for the short codes STL
+// writes in upper-case ASCII already.
+func upper(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'a' <= c && c <= 'z' || c >= utf8.RuneSelf {
+			return strings.ToUpper(s)
+		}
+	}
+	return s
 }
 
 // kindOf maps a transaction event code (T-code) to a kind. The first three

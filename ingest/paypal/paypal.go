@@ -191,7 +191,7 @@ func (p *parser) unreadable(pe *csv.ParseError, raw string) error {
 
 // row handles one record by its row type.
 func (p *parser) row(rec []string, line int, raw string, first bool) error {
-	typ := strings.ToUpper(tabular.Trim(rec[0]))
+	typ := upper(tabular.Trim(rec[0]))
 	if first && typ != "RH" {
 		return fmt.Errorf("line %d: not a PayPal settlement report (STL): the first row is %q, not a report header (RH)", line, rec[0])
 	}
@@ -318,9 +318,10 @@ func (p *parser) body(rec []string, line int, raw string) error {
 		}
 		return p.sink.Reject(line, raw, fmt.Sprintf("%s: %d fields, the column header (CH) has %d", what, len(rec), len(p.cols.names)))
 	}
-	gross, fee, hasFee := p.cols.amounts(rec)
-	p.addUp(gross, fee, hasFee)
-	e, reason := p.cols.evidence(rec, line, raw, gross, fee, hasFee)
+	var gross, fee amount
+	hasFee := p.cols.amounts(rec, &gross, &fee)
+	p.addUp(&gross, &fee, hasFee)
+	e, reason := p.cols.evidence(rec, line, raw, &gross, &fee, hasFee)
 	if reason != "" {
 		return p.sink.Reject(line, raw, reason)
 	}
@@ -334,7 +335,7 @@ func (p *parser) body(rec []string, line int, raw string) error {
 // row rejected for another reason (its date, say) still counts in the
 // totals; one whose amounts could not be read leaves the totals of every
 // scope it is in unknown.
-func (p *parser) addUp(gross, fee amount, hasFee bool) {
+func (p *parser) addUp(gross, fee *amount, hasFee bool) {
 	s := p.section
 	if gross.reason == "" {
 		s.add(s.gross, gross.cur, gross.sign, gross.v)

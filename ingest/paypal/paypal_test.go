@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -20,98 +17,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
-
-// call is one sink call, rendered as one JSON line in golden files.
-type call struct {
-	Call     string              `json:"call"`
-	Line     int                 `json:"line,omitempty"`
-	Reason   string              `json:"reason,omitempty"`
-	Raw      string              `json:"raw,omitempty"`
-	Evidence *reconcile.Evidence `json:"evidence,omitempty"`
-	Err      string              `json:"error,omitempty"`
-}
-
-// recorder is a RowSink that keeps every call.
-type recorder struct{ calls []call }
-
-func (r *recorder) Evidence(e *reconcile.Evidence) error {
-	r.calls = append(r.calls, call{Call: "evidence", Line: e.Line, Evidence: e})
-	return nil
-}
-
-func (r *recorder) Reject(line int, raw, reason string) error {
-	r.calls = append(r.calls, call{Call: "reject", Line: line, Raw: raw, Reason: reason})
-	return nil
-}
-
-func (r *recorder) Ignore(line int, reason string) error {
-	r.calls = append(r.calls, call{Call: "ignore", Line: line, Reason: reason})
-	return nil
-}
-
-// render writes the calls and the final error as JSON lines.
-func render(t testing.TB, calls []call, err error) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err != nil {
-		calls = append(calls, call{Call: "error", Err: err.Error()})
-	}
-	for _, c := range calls {
-		line, merr := json.Marshal(c)
-		if merr != nil {
-			t.Fatal(merr)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
-}
-
-func parseString(t testing.TB, in string) ([]call, error) {
-	t.Helper()
-	var rec recorder
-	err := Parse(context.Background(), strings.NewReader(in), Options{}, &rec)
-	return rec.calls, err
+func parseString(in string) ([]ingesttest.Call, error) {
+	return ingesttest.Run(func(sink reconcile.RowSink) error {
+		return Parse(context.Background(), strings.NewReader(in), Options{}, sink)
+	})
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/stl_*")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, ".golden") {
-			continue
+	ingesttest.GoldenFiles(t, "testdata/stl_*", ingesttest.LinedCalls, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+		if !Detect(filepath.Base(path), in) {
+			t.Errorf("Detect(%s) = false", path)
 		}
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			in, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !Detect(filepath.Base(f), in) {
-				t.Errorf("Detect(%s) = false", f)
-			}
-			calls, err := parseString(t, string(in))
-			got := render(t, calls, err)
-			golden := strings.TrimSuffix(f, filepath.Ext(f)) + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("%s mismatch (-want +got):\n%s", golden, diff)
-			}
-		})
-	}
+		return parseString(string(in))
+	})
 }
 
 const chRow = `"CH","Transaction ID","Invoice ID","PayPal Reference ID","PayPal Reference ID Type","Transaction Event Code",` +
@@ -200,9 +121,9 @@ func build(sections ...[]string) string {
 }
 
 // one parses a report of one SB row and returns that row's outcome.
-func one(t *testing.T, v map[string]string) call {
+func one(t *testing.T, v map[string]string) ingesttest.Call {
 	t.Helper()
-	calls, err := parseString(t, build([]string{sb(v)}))
+	calls, err := parseString(build([]string{sb(v)}))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -212,7 +133,7 @@ func one(t *testing.T, v map[string]string) call {
 		}
 	}
 	t.Fatalf("no outcome for line 5: %+v", calls)
-	return call{}
+	return ingesttest.Call{}
 }
 
 func TestMapping(t *testing.T) {
@@ -319,15 +240,15 @@ func TestRejections(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			calls, err := parseString(t, build([]string{tt.row}))
+			calls, err := parseString(build([]string{tt.row}))
 			if tt.name == "unknown row type" {
 				// Not an SB row: the section's count of 1 no longer holds.
-				calls, err = parseString(t, strings.Replace(build([]string{sb(nil)}), chRow+"\n", chRow+"\n"+tt.row+"\n", 1))
+				calls, err = parseString(strings.Replace(build([]string{sb(nil)}), chRow+"\n", chRow+"\n"+tt.row+"\n", 1))
 			}
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			var got *call
+			var got *ingesttest.Call
 			for i := range calls {
 				if calls[i].Line == 5 {
 					got = &calls[i]
@@ -374,7 +295,7 @@ func TestFatal(t *testing.T) {
 		sb(map[string]string{"Fee Debit or Credit": "DR", "Fee Amount": "59", "Fee Currency": "USD"}),
 		sb(map[string]string{"Transaction ID": "2ND000000000000002", "Gross Transaction Currency": "EUR", "Transaction Debit or Credit": "DR"}),
 	})
-	if _, err := parseString(t, good); err != nil {
+	if _, err := parseString(good); err != nil {
 		t.Fatalf("the unaltered report fails: %v", err)
 	}
 	lines := strings.SplitAfter(good, "\n")
@@ -417,7 +338,7 @@ func TestFatal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseString(t, tt.in)
+			_, err := parseString(tt.in)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got error %v, want one containing %q", err, tt.want)
 			}
@@ -432,16 +353,12 @@ func TestFatal(t *testing.T) {
 // for it, and the totals it may have changed are not compared.
 func TestUnreadableRowKeepsCounts(t *testing.T) {
 	in := build([]string{sb(nil), `"SB","9XY"Z"`})
-	calls, err := parseString(t, in)
+	calls, err := parseString(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, c := range calls {
-		got = append(got, fmt.Sprintf("%d %s", c.Line, c.Call))
-	}
-	want := []string{"1 ignore", "2 ignore", "3 ignore", "4 ignore", "5 evidence", "6 reject", "7 ignore", "8 ignore", "9 ignore", "10 ignore", "11 ignore"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := []string{"ignore@1", "ignore@2", "ignore@3", "ignore@4", "evidence@5", "reject@6", "ignore@7", "ignore@8", "ignore@9", "ignore@10", "ignore@11"}
+	if diff := cmp.Diff(want, ingesttest.Summary(calls)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
 }
@@ -468,15 +385,9 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-type failSink struct{ recorder }
-
-var errSink = errors.New("sink full")
-
-func (f *failSink) Ignore(int, string) error { return errSink }
-
 func TestSinkErrorStops(t *testing.T) {
-	err := Parse(context.Background(), strings.NewReader(build([]string{sb(nil)})), Options{}, &failSink{})
-	if !errors.Is(err, errSink) {
+	err := Parse(context.Background(), strings.NewReader(build([]string{sb(nil)})), Options{}, &ingesttest.FailingSink{On: "ignore"})
+	if !errors.Is(err, ingesttest.ErrSink) {
 		t.Fatalf("got %v, want the sink's error", err)
 	}
 }
@@ -484,7 +395,7 @@ func TestSinkErrorStops(t *testing.T) {
 func TestCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := Parse(ctx, strings.NewReader(build([]string{sb(nil)})), Options{}, &recorder{})
+	err := Parse(ctx, strings.NewReader(build([]string{sb(nil)})), Options{}, &ingesttest.Recorder{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -496,34 +407,15 @@ func FuzzParse(f *testing.F) {
 		"Gross Transaction Currency": "JPY", "Gross Transaction Amount": "150000"}), `"SB","x"y"`}, nil)))
 	f.Add([]byte("RH\tx\nFH\t01\nSH\ta\nCH\tTransaction ID\tTransaction Event Code\nSB\t1\tT0006\nSF\tUSD\t0\t0\t0\t0\nSC\t1\nRC\t1\nFF\t1\n"))
 	for _, name := range []string{"stl_comma.csv", "stl_tab.txt", "stl_rejects.csv"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+		f.Add(ingesttest.ReadFile(f, filepath.Join("testdata", name)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		run := func() []byte {
-			var rec recorder
-			err := Parse(context.Background(), bytes.NewReader(in), Options{}, &rec)
-			lines := bytes.Count(in, []byte("\n")) + 1
-			for _, c := range rec.calls {
-				if c.Line < 1 || c.Line > lines {
-					t.Fatalf("%s on line %d of a %d-line input", c.Call, c.Line, lines)
-				}
-				if e := c.Evidence; e != nil {
-					if cur := e.Amount.Currency; len(cur) != 3 || strings.ToUpper(cur) != cur {
-						t.Fatalf("currency %q", cur)
-					}
-					if e.Time.Location() != time.UTC || e.Time.IsZero() {
-						t.Fatalf("time %v", e.Time)
-					}
-				}
+		for _, c := range ingesttest.Check(t, in, "paypal", func(sink reconcile.RowSink) error {
+			return Parse(context.Background(), bytes.NewReader(in), Options{}, sink)
+		}) {
+			if e := c.Evidence; e != nil && e.Time.IsZero() {
+				t.Fatalf("line %d: time %v", e.Line, e.Time)
 			}
-			return render(t, rec.calls, err)
-		}
-		if a, b := run(), run(); !bytes.Equal(a, b) {
-			t.Fatalf("two parses differ:\n%s\n%s", a, b)
 		}
 	})
 }
@@ -546,37 +438,12 @@ func benchInput(n int) []byte {
 	return []byte(build(rows))
 }
 
-type discard struct{}
-
-func (discard) Evidence(*reconcile.Evidence) error { return nil }
-func (discard) Reject(int, string, string) error   { return nil }
-func (discard) Ignore(int, string) error           { return nil }
-
 func BenchmarkParse(b *testing.B) {
-	in := benchInput(100_000)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := Parse(context.Background(), bytes.NewReader(in), Options{}, discard{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ingesttest.Bench(b, benchInput(100_000), func(r io.Reader) error {
+		return Parse(context.Background(), r, Options{}, ingesttest.Discard{})
+	})
 }
 
 func BenchmarkReadCSV(b *testing.B) {
-	in := benchInput(100_000)
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := csv.NewReader(bytes.NewReader(in))
-		r.FieldsPerRecord = -1
-		r.ReuseRecord = true
-		for {
-			if _, err := r.Read(); err == io.EOF {
-				break
-			} else if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	ingesttest.BenchReadCSV(b, benchInput(100_000))
 }

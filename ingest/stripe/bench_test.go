@@ -4,14 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
 	"time"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
 const benchRows = 100_000
@@ -50,43 +51,31 @@ func benchItemized(n int) []byte {
 }
 
 func BenchmarkParseItemized(b *testing.B) {
-	data := benchItemized(benchRows)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
+	benchParse(b, benchItemized(benchRows), func(r io.Reader, s reconcile.RowSink) error {
+		return ParseItemized(context.Background(), r, ItemizedOptions{}, s)
+	})
+}
+
+// benchParse runs parse over data into a countSink and checks that every
+// row became evidence.
+func benchParse(b *testing.B, data []byte, parse func(io.Reader, reconcile.RowSink) error) {
+	ingesttest.Bench(b, data, func(r io.Reader) error {
 		var s countSink
-		if err := ParseItemized(context.Background(), bytes.NewReader(data), ItemizedOptions{}, &s); err != nil {
-			b.Fatal(err)
+		if err := parse(r, &s); err != nil {
+			return err
 		}
 		if s.evidence != benchRows {
-			b.Fatalf("%d records, want %d (%d rejected)", s.evidence, benchRows, s.rejected)
+			return fmt.Errorf("%d records, want %d (%d rejected)", s.evidence, benchRows, s.rejected)
 		}
-	}
+		return nil
+	})
 }
 
 // BenchmarkReadCSV only reads the same bytes with encoding/csv, as the
 // floor ParseItemized is measured against.
 func BenchmarkReadCSV(b *testing.B) {
-	data := benchItemized(benchRows)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := csv.NewReader(bytes.NewReader(data))
-		r.ReuseRecord = true
-		n := 0
-		for {
-			_, err := r.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if n != benchRows+1 {
-			b.Fatalf("%d records", n)
-		}
+	if n := ingesttest.BenchReadCSV(b, benchItemized(benchRows)); n != benchRows+1 {
+		b.Fatalf("%d records", n)
 	}
 }
 
@@ -110,32 +99,22 @@ func benchEvents(n int) []byte {
 }
 
 func BenchmarkParseEvents(b *testing.B) {
-	data := benchEvents(benchRows)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		var s countSink
-		if err := ParseEvents(context.Background(), bytes.NewReader(data), EventsOptions{}, &s); err != nil {
-			b.Fatal(err)
-		}
-		if s.evidence != benchRows {
-			b.Fatalf("%d records, want %d (%d rejected)", s.evidence, benchRows, s.rejected)
-		}
-	}
+	benchParse(b, benchEvents(benchRows), func(r io.Reader, s reconcile.RowSink) error {
+		return ParseEvents(context.Background(), r, EventsOptions{}, s)
+	})
 }
 
 // BenchmarkScanJSONLines only splits the same bytes into lines and checks
 // each is valid JSON, as the floor ParseEvents is measured against.
 func BenchmarkScanJSONLines(b *testing.B) {
-	data := benchEvents(benchRows)
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		sc := bufio.NewScanner(bytes.NewReader(data))
+	ingesttest.Bench(b, benchEvents(benchRows), func(r io.Reader) error {
+		sc := bufio.NewScanner(r)
 		sc.Buffer(nil, maxLine)
 		for sc.Scan() {
 			if !json.Valid(sc.Bytes()) {
-				b.Fatal("invalid line")
+				return errors.New("invalid line")
 			}
 		}
-	}
+		return sc.Err()
+	})
 }

@@ -1,13 +1,13 @@
 package stripe
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"reconcile"
 )
@@ -20,6 +20,10 @@ type EventsOptions struct{}
 // ({"received_at": ..., "body": ...}), as far as we read it. data.object is
 // decoded in the same pass as the event, as an object: a field of the wrong
 // type there is only an error for the event types we read.
+//
+// Events are decoded by decodeFast and, when it gives up, by encoding/json
+// into the same struct: the json tags are encoding/json's, and the
+// unexported fields below are filled in by both.
 type event struct {
 	ID      string  `json:"id"`
 	Object  string  `json:"object"`
@@ -31,6 +35,8 @@ type event struct {
 	Request request         `json:"request"`
 	Body    json.RawMessage `json:"body"`
 
+	// body is the text of Body, which is where decodeEvent reads it.
+	body string
 	// objectErr is the first field of data.object that had the wrong type.
 	objectErr *json.UnmarshalTypeError
 }
@@ -48,21 +54,60 @@ type object struct {
 	Captured           *bool                `json:"captured"`
 	Description        string               `json:"description"`
 	Reason             string               `json:"reason"`
-	Metadata           map[string]metaValue `json:"metadata"`
+	Metadata           map[string]metaValue `json:"metadata"` // set by encoding/json only: read meta
 	Charge             ref                  `json:"charge"`
 	PaymentIntent      ref                  `json:"payment_intent"`
 	LatestCharge       ref                  `json:"latest_charge"`
 	BalanceTransaction balanceTransaction   `json:"balance_transaction"`
 	// Charges is how payment intents listed their charges before API
 	// version 2022-11-15 introduced latest_charge.
-	Charges *struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	} `json:"charges"`
-	Refunds *struct {
-		Data []object `json:"data"`
-	} `json:"refunds"`
+	Charges *chargeList `json:"charges"`
+	Refunds *refundList `json:"refunds"`
+
+	// meta is the metadata in the order given, repeated keys and all.
+	meta []metaPair
+}
+
+type chargeList struct {
+	Data []chargeRef `json:"data"`
+}
+
+type chargeRef struct {
+	ID string `json:"id"`
+}
+
+type refundList struct {
+	Data []object `json:"data"`
+}
+
+// metaPair is one metadata entry.
+type metaPair struct{ key, value string }
+
+// metaOf returns the value of a metadata key: the last one given, as
+// decoding into a map keeps.
+func metaOf(meta []metaPair, key string) string {
+	for i := len(meta) - 1; i >= 0; i-- {
+		if meta[i].key == key {
+			return meta[i].value
+		}
+	}
+	return ""
+}
+
+// listMeta sets meta from the map encoding/json decoded, for o and the
+// refunds it lists. The map's keys are unique, so their order is no matter.
+func (o *object) listMeta() {
+	if o == nil {
+		return
+	}
+	for k, v := range o.Metadata {
+		o.meta = append(o.meta, metaPair{k, string(v)})
+	}
+	if o.Refunds != nil {
+		for i := range o.Refunds.Data {
+			o.Refunds.Data[i].listMeta()
+		}
+	}
 }
 
 // jsonInt is an integer field that notes, rather than fails on, a value
@@ -76,16 +121,21 @@ type jsonInt struct {
 
 // UnmarshalJSON never fails.
 func (n *jsonInt) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
+	n.read(string(b))
+	return nil
+}
+
+// read reads the JSON text of the value.
+func (n *jsonInt) read(text string) {
+	if text == "null" {
+		return
 	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
+	v, err := strconv.ParseInt(text, 10, 64)
 	if err != nil {
-		*n = jsonInt{set: true, bad: string(b)}
-		return nil
+		*n = jsonInt{set: true, bad: text}
+		return
 	}
 	*n = jsonInt{v: v, set: true}
-	return nil
 }
 
 // The types below, like jsonInt, never fail to decode: an error from an
@@ -100,37 +150,58 @@ type ref struct {
 
 // UnmarshalJSON never fails.
 func (r *ref) UnmarshalJSON(b []byte) error {
-	*r = ref{}
-	switch b[0] {
+	*r = refOf(string(b))
+	return nil
+}
+
+// refOf reads a reference from the JSON text of its value.
+func refOf(text string) ref {
+	var r ref
+	switch firstByte(text) {
 	case 'n':
 	case '"':
 		var ok bool
-		r.id, ok = unquote(b)
+		r.id, ok = unquote(text)
 		r.bad = !ok
 	case '{':
 		var v struct {
 			ID string `json:"id"`
 		}
-		r.bad = json.Unmarshal(b, &v) != nil
+		r.bad = json.Unmarshal([]byte(text), &v) != nil
 		r.id = v.ID
 	default:
 		r.bad = true
 	}
-	return nil
+	return r
+}
+
+// firstByte returns the first byte of text, 0 when it is empty.
+func firstByte(text string) byte {
+	if text == "" {
+		return 0
+	}
+	return text[0]
 }
 
 // metaValue is a metadata value. Stripe's are strings; anything else a
 // hand-made dump holds is kept as its JSON text.
 type metaValue string
 
-// UnmarshalJSON never fails.
+// UnmarshalJSON never fails. encoding/json gives it a zeroed value for
+// each map entry.
 func (m *metaValue) UnmarshalJSON(b []byte) error {
-	if s, ok := unquote(b); ok {
-		*m = metaValue(s)
-	} else if string(b) != "null" {
-		*m = metaValue(b)
-	}
+	*m = metaValue(metaText(string(b)))
 	return nil
+}
+
+// metaText reads a metadata value from the JSON text of the value.
+func metaText(text string) string {
+	if s, ok := unquote(text); ok {
+		return s
+	} else if text != "null" {
+		return text
+	}
+	return ""
 }
 
 // request is an event's request: {"id", "idempotency_key"} since API
@@ -163,20 +234,21 @@ func (t *balanceTransaction) UnmarshalJSON(b []byte) error {
 }
 
 // unquote reads a JSON string, quickly when it has no escapes.
-func unquote(b []byte) (string, bool) {
-	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
-		return string(b[1 : len(b)-1]), true
+func unquote(text string) (string, bool) {
+	if len(text) >= 2 && text[0] == '"' && text[len(text)-1] == '"' && strings.IndexByte(text, '\\') < 0 {
+		return text[1 : len(text)-1], true
 	}
 	var s string
-	err := json.Unmarshal(b, &s)
+	err := json.Unmarshal([]byte(text), &s)
 	return s, err == nil
 }
 
 // eventParser turns decoded JSON values into outcomes, remembering which
 // event ids it has seen so that a redelivered event counts once.
 type eventParser struct {
-	sink reconcile.RowSink
-	seen map[string]int // event id → line first seen
+	sink       reconcile.RowSink
+	seen       map[string]int    // event id → line first seen
+	currencies map[string]string // currency as written → its code, for those that passed
 }
 
 // rejection is a row-level problem: the row is rejected with its text.
@@ -187,8 +259,8 @@ func (r rejection) Error() string { return string(r) }
 func reject(format string, args ...any) error { return rejection(fmt.Sprintf(format, args...)) }
 
 // value gives one JSON value, read from line, its outcome.
-func (p *eventParser) value(line int, raw string, data []byte) error {
-	evs, ignore, err := p.outcome(line, raw, data)
+func (p *eventParser) value(line int, raw string) error {
+	evs, ignore, err := p.outcome(line, raw)
 	var rej rejection
 	switch {
 	case errors.As(err, &rej):
@@ -208,15 +280,16 @@ func (p *eventParser) value(line int, raw string, data []byte) error {
 
 // outcome decodes one value: the evidence it gives, or why it is ignored,
 // or a rejection.
-func (p *eventParser) outcome(line int, raw string, data []byte) ([]*reconcile.Evidence, string, error) {
-	ev, err := decodeEvent(data)
+func (p *eventParser) outcome(line int, raw string) ([]*reconcile.Evidence, string, error) {
+	ev, err := decodeEvent(raw)
 	if err != nil {
 		return nil, "", err
 	}
 	if first, ok := p.seen[ev.ID]; ok {
 		return nil, fmt.Sprintf("duplicate of event %s (line %d)", ev.ID, first), nil
 	}
-	p.seen[ev.ID] = line
+	// A copy, as the id may be a substring of the whole event's text.
+	p.seen[strings.Clone(ev.ID)] = line
 	switch {
 	case !ev.Created.set:
 		return nil, "", reject("event %s has no created time", ev.ID)
@@ -250,19 +323,19 @@ func (p *eventParser) outcome(line int, raw string, data []byte) ([]*reconcile.E
 
 // decodeEvent reads an event, unwrapping a webhook log's wrapper, and
 // rejects what is not JSON or not an event.
-func decodeEvent(data []byte) (*event, error) {
+func decodeEvent(data string) (*event, error) {
 	ev, err := decodeOne(data)
 	if err != nil {
 		return nil, err
 	}
-	if ev.Type == "" && ev.Object == "" && len(ev.Body) > 0 {
-		body := ev.Body
+	if ev.Type == "" && ev.Object == "" && len(ev.body) > 0 {
+		body := ev.body
 		if body[0] == '"' {
 			var s string
-			if err := json.Unmarshal(body, &s); err != nil {
+			if err := json.Unmarshal([]byte(body), &s); err != nil {
 				return nil, reject("body: %v", err)
 			}
-			body = []byte(s)
+			body = s
 		}
 		if ev, err = decodeOne(body); err != nil {
 			return nil, reject("body: %v", err)
@@ -282,13 +355,19 @@ func decodeEvent(data []byte) (*event, error) {
 // decodeOne decodes a JSON object as an event, saying what is wrong when
 // the text is not JSON, not an object, or not shaped like an event. A
 // wrong type inside data.object is kept for later.
-func decodeOne(data []byte) (*event, error) {
-	data = bytes.TrimSpace(data)
-	if (len(data) == 0 || data[0] != '{') && json.Valid(data) {
+//
+// decodeFast decodes the events Stripe sends; what it gives up on is
+// decoded with encoding/json, whose errors make the rejections.
+func decodeOne(data string) (*event, error) {
+	data = strings.TrimSpace(data)
+	if (len(data) == 0 || data[0] != '{') && json.Valid([]byte(data)) {
 		return nil, reject("not a Stripe event: JSON %s, not an object", jsonKind(data))
 	}
+	if ev, ok := decodeFast(data); ok {
+		return ev, nil
+	}
 	ev := new(event)
-	err := json.Unmarshal(data, ev)
+	err := json.Unmarshal([]byte(data), ev)
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -301,11 +380,13 @@ func decodeOne(data []byte) (*event, error) {
 	case err != nil:
 		return nil, reject("not a Stripe event: %v", err)
 	}
+	ev.body = string(ev.Body)
+	ev.Data.Object.listMeta()
 	return ev, nil
 }
 
 // jsonKind names the kind of JSON value data holds.
-func jsonKind(data []byte) string {
+func jsonKind(data string) string {
 	switch data[0] {
 	case '[':
 		return "array"
@@ -317,6 +398,300 @@ func jsonKind(data []byte) string {
 		return "null"
 	}
 	return "number"
+}
+
+// decodeFast decodes an event as decodeOne's json.Unmarshal would, in one
+// pass over the text and without reflection; the strings it gives are
+// substrings of data where no unescaping is needed. It gives up, reporting
+// false, on what it would not decode exactly alike: text that is not valid
+// JSON, keys that are escaped or not lower case (encoding/json matches
+// fields ignoring case), a field given twice (encoding/json merges them), a
+// field of the wrong type (encoding/json's error names it) and deep
+// nesting. Stripe sends none of these.
+func decodeFast(data string) (*event, bool) {
+	d := jsonScan{s: data}
+	ev := new(event)
+	d.event(ev)
+	d.end()
+	return ev, !d.failed
+}
+
+func (d *jsonScan) event(ev *event) {
+	var seen fieldSet
+	for more := d.open('{'); more; more = d.next('}') {
+		switch key := d.key(); key {
+		case "id":
+			d.once(&seen, 0)
+			ev.ID = d.text()
+		case "object":
+			d.once(&seen, 1)
+			ev.Object = d.text()
+		case "type":
+			d.once(&seen, 2)
+			ev.Type = d.text()
+		case "created":
+			d.once(&seen, 3)
+			ev.Created.read(d.value())
+		case "data":
+			d.once(&seen, 4)
+			if d.null() {
+				continue
+			}
+			var seen fieldSet
+			for more := d.open('{'); more; more = d.next('}') {
+				switch key := d.key(); key {
+				case "object":
+					d.once(&seen, 0)
+					if !d.null() {
+						ev.Data.Object = new(object)
+						d.object(ev.Data.Object)
+					}
+				default:
+					d.other(key)
+				}
+			}
+		case "request":
+			d.once(&seen, 5)
+			if v := d.value(); firstByte(v) == '{' {
+				ev.Request.idempotencyKey = idempotencyKey(v)
+			}
+		case "body":
+			d.once(&seen, 6)
+			ev.body = d.value()
+		default:
+			d.other(key)
+		}
+	}
+}
+
+func (d *jsonScan) object(o *object) {
+	var seen fieldSet
+	for more := d.open('{'); more; more = d.next('}') {
+		switch key := d.key(); key {
+		case "id":
+			d.once(&seen, 0)
+			o.ID = d.text()
+		case "object":
+			d.once(&seen, 1)
+			o.Object = d.text()
+		case "amount":
+			d.once(&seen, 2)
+			o.Amount.read(d.value())
+		case "amount_received":
+			d.once(&seen, 3)
+			o.AmountReceived.read(d.value())
+		case "amount_captured":
+			d.once(&seen, 4)
+			o.AmountCaptured.read(d.value())
+		case "currency":
+			d.once(&seen, 5)
+			o.Currency = d.text()
+		case "status":
+			d.once(&seen, 6)
+			o.Status = d.text()
+		case "captured":
+			d.once(&seen, 7)
+			o.Captured = d.boolean()
+		case "description":
+			d.once(&seen, 8)
+			o.Description = d.text()
+		case "reason":
+			d.once(&seen, 9)
+			o.Reason = d.text()
+		case "metadata":
+			d.once(&seen, 10)
+			o.meta = d.metadata()
+		case "charge":
+			d.once(&seen, 11)
+			o.Charge = refOf(d.value())
+		case "payment_intent":
+			d.once(&seen, 12)
+			o.PaymentIntent = refOf(d.value())
+		case "latest_charge":
+			d.once(&seen, 13)
+			o.LatestCharge = refOf(d.value())
+		case "balance_transaction":
+			d.once(&seen, 14)
+			if v := d.value(); firstByte(v) == '{' {
+				o.BalanceTransaction.UnmarshalJSON([]byte(v))
+			}
+		case "charges":
+			d.once(&seen, 15)
+			o.Charges = d.charges()
+		case "refunds":
+			d.once(&seen, 16)
+			o.Refunds = d.refunds()
+		default:
+			d.other(key)
+		}
+	}
+}
+
+// metadata reads a metadata object into pairs, as encoding/json reads it
+// into a map[string]metaValue.
+func (d *jsonScan) metadata() []metaPair {
+	if d.null() {
+		return nil
+	}
+	var meta []metaPair
+	for more := d.open('{'); more; more = d.next('}') {
+		k := unescape(d.key())
+		meta = append(meta, metaPair{k, metaText(d.value())})
+	}
+	return meta
+}
+
+func (d *jsonScan) charges() *chargeList {
+	if d.null() {
+		return nil
+	}
+	l := new(chargeList)
+	var seen fieldSet
+	for more := d.open('{'); more; more = d.next('}') {
+		switch key := d.key(); key {
+		case "data":
+			d.once(&seen, 0)
+			if d.null() {
+				continue
+			}
+			l.Data = []chargeRef{}
+			for more := d.open('['); more; more = d.next(']') {
+				var c chargeRef
+				if !d.null() {
+					var seen fieldSet
+					for more := d.open('{'); more; more = d.next('}') {
+						switch key := d.key(); key {
+						case "id":
+							d.once(&seen, 0)
+							c.ID = d.text()
+						default:
+							d.other(key)
+						}
+					}
+				}
+				l.Data = append(l.Data, c)
+			}
+		default:
+			d.other(key)
+		}
+	}
+	return l
+}
+
+func (d *jsonScan) refunds() *refundList {
+	if d.null() {
+		return nil
+	}
+	l := new(refundList)
+	var seen fieldSet
+	for more := d.open('{'); more; more = d.next('}') {
+		switch key := d.key(); key {
+		case "data":
+			d.once(&seen, 0)
+			if d.null() {
+				continue
+			}
+			l.Data = []object{}
+			for more := d.open('['); more; more = d.next(']') {
+				l.Data = append(l.Data, object{})
+				if !d.null() {
+					d.object(&l.Data[len(l.Data)-1])
+				}
+			}
+		default:
+			d.other(key)
+		}
+	}
+	return l
+}
+
+// idempotencyKey reads a request object's idempotency_key as request's
+// UnmarshalJSON does, leaving the shapes the scanner gives up on to it.
+func idempotencyKey(obj string) string {
+	d := jsonScan{s: obj}
+	key := ""
+	var seen fieldSet
+	for more := d.open('{'); more; more = d.next('}') {
+		switch k := d.key(); k {
+		case "idempotency_key":
+			d.once(&seen, 0)
+			key = d.text()
+		default:
+			d.other(k)
+		}
+	}
+	if d.end(); d.failed {
+		var r request
+		r.UnmarshalJSON([]byte(obj))
+		return r.idempotencyKey
+	}
+	return key
+}
+
+// text reads a string field: a string, or null for none.
+func (d *jsonScan) text() string {
+	if d.null() {
+		return ""
+	}
+	s, plain := d.str()
+	if plain {
+		return s
+	}
+	return unescape(s)
+}
+
+// boolean reads a *bool field.
+func (d *jsonScan) boolean() *bool {
+	var b bool
+	switch d.peek() {
+	case 'n':
+		d.literal("null")
+		return nil
+	case 't':
+		d.literal("true")
+		b = true
+	case 'f':
+		d.literal("false")
+	default:
+		d.fail()
+	}
+	return &b
+}
+
+// unescape returns the string the text between a JSON string's quotes
+// stands for, as encoding/json decodes it: it replaces invalid UTF-8 with
+// U+FFFD.
+func unescape(s string) string {
+	if strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var v string
+	json.Unmarshal([]byte(`"`+s+`"`), &v) // s was read as a valid string
+	return v
+}
+
+// other skips the value of a member that names no field we read. A key
+// encoding/json could still match to a field, ignoring case or once
+// unescaped, is left to encoding/json.
+func (d *jsonScan) other(key string) {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c == '\\' || c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			d.fail()
+			return
+		}
+	}
+	d.value()
+}
+
+// fieldSet notes which fields of a struct have been read.
+type fieldSet uint32
+
+// once notes that field f is read, and gives up when it was read before.
+func (d *jsonScan) once(seen *fieldSet, f int) {
+	if *seen&(1<<f) != 0 {
+		d.fail()
+	}
+	*seen |= 1 << f
 }
 
 // eventHandler turns one event type's object into evidence.
@@ -355,7 +730,7 @@ func (p *eventParser) paymentIntent(ev *event, o *object, e reconcile.Evidence) 
 		return nil, "", reject("event %s: %v", ev.ID, err)
 	}
 	e.TxID, e.PaymentIntent, e.Kind = charge, o.ID, reconcile.KindCharge
-	return one(ev, o, e, amount, "")
+	return p.one(ev, o, e, amount, "")
 }
 
 func (p *eventParser) charge(ev *event, o *object, e reconcile.Evidence) ([]*reconcile.Evidence, string, error) {
@@ -375,7 +750,7 @@ func (p *eventParser) charge(ev *event, o *object, e reconcile.Evidence) ([]*rec
 	// has not moved the money yet.
 	e.Pending = (o.Captured != nil && !*o.Captured) || o.Status == "pending"
 	e.Fee = o.BalanceTransaction.fee
-	return one(ev, o, e, amount, "")
+	return p.one(ev, o, e, amount, "")
 }
 
 // chargeRefunded gives one refund record per refund the charge lists.
@@ -402,7 +777,7 @@ func (p *eventParser) chargeRefunded(ev *event, o *object, base reconcile.Eviden
 		if e.PaymentIntent == "" {
 			e.PaymentIntent = chargePI
 		}
-		e.ParentEffectKey = string(o.Metadata["effect_key"])
+		e.ParentEffectKey = metaOf(o.meta, "effect_key")
 		out = append(out, e)
 	}
 	return out, "", nil
@@ -431,7 +806,7 @@ func (p *eventParser) refund(ev *event, o *object, e reconcile.Evidence) ([]*rec
 	case "failed", "canceled":
 		e.Failed = true
 	}
-	return one(ev, o, e, -amount, o.Reason)
+	return p.one(ev, o, e, -amount, o.Reason)
 }
 
 func (p *eventParser) dispute(ev *event, o *object, e reconcile.Evidence) ([]*reconcile.Evidence, string, error) {
@@ -462,7 +837,7 @@ func (p *eventParser) dispute(ev *event, o *object, e reconcile.Evidence) ([]*re
 	case strings.HasPrefix(o.Status, "warning_"):
 		e.Pending = true
 	}
-	return one(ev, o, e, amount, o.Reason)
+	return p.one(ev, o, e, amount, o.Reason)
 }
 
 func (p *eventParser) payout(ev *event, o *object, e reconcile.Evidence) ([]*reconcile.Evidence, string, error) {
@@ -474,16 +849,13 @@ func (p *eventParser) payout(ev *event, o *object, e reconcile.Evidence) ([]*rec
 		return nil, "", reject("event %s: %v", ev.ID, err)
 	}
 	e.TxID, e.Kind, e.Failed = o.ID, reconcile.KindPayout, ev.Type == "payout.failed"
-	return one(ev, o, e, -amount, "")
+	return p.one(ev, o, e, -amount, "")
 }
 
 // one completes a record with what every object has: currency, description,
 // metadata and the effect key.
-func one(ev *event, o *object, e reconcile.Evidence, amount int64, fallbackDesc string) ([]*reconcile.Evidence, string, error) {
-	cur, err := reconcile.NormalizeCurrency(o.Currency)
-	if err == nil {
-		_, err = reconcile.Exponent(provider, cur)
-	}
+func (p *eventParser) one(ev *event, o *object, e reconcile.Evidence, amount int64, fallbackDesc string) ([]*reconcile.Evidence, string, error) {
+	cur, err := p.currency(o.Currency)
 	if err != nil {
 		return nil, "", reject("event %s: %s %s: currency: %v", ev.ID, o.Object, o.ID, err)
 	}
@@ -492,18 +864,40 @@ func one(ev *event, o *object, e reconcile.Evidence, amount int64, fallbackDesc 
 	if e.Description == "" {
 		e.Description = fallbackDesc
 	}
-	e.EffectKey = string(o.Metadata["effect_key"])
+	e.EffectKey = metaOf(o.meta, "effect_key")
 	if e.EffectKey == "" && createdByRequest(ev.Type) {
 		e.EffectKey = ev.Request.idempotencyKey
 	}
-	e.Metadata = map[string]string{}
-	for k, v := range o.Metadata {
-		if v != "" {
-			e.Metadata[k] = string(v)
+	e.Metadata = make(map[string]string, len(o.meta)+1)
+	for _, m := range o.meta {
+		if m.value != "" {
+			e.Metadata[m.key] = m.value
+		} else {
+			delete(e.Metadata, m.key) // a later empty value replaces an earlier one
 		}
 	}
 	e.Metadata["event_id"] = ev.ID
 	return []*reconcile.Evidence{&e}, "", nil
+}
+
+// currency normalizes a currency and checks that Stripe has an exponent for
+// it. A dump holds a few currencies, each many times, so the answers for
+// three-letter codes are kept.
+func (p *eventParser) currency(c string) (string, error) {
+	if cur, ok := p.currencies[c]; ok {
+		return cur, nil
+	}
+	cur, err := reconcile.NormalizeCurrency(c)
+	if err == nil {
+		_, err = reconcile.Exponent(provider, cur)
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(c) == 3 {
+		p.currencies[strings.Clone(c)] = cur
+	}
+	return cur, nil
 }
 
 // createdByRequest reports whether the request behind an event of this type

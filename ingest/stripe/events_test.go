@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
 // evt writes one event as a JSON line; obj is the data.object's JSON.
@@ -26,9 +27,9 @@ func idem(key string) string {
 }
 
 // parseEventLines parses JSON lines and returns the calls.
-func parseEventLines(t *testing.T, lines ...string) []call {
+func parseEventLines(t *testing.T, lines ...string) []ingesttest.Call {
 	t.Helper()
-	calls, err := run(t, events, []byte(strings.Join(lines, "\n")+"\n"))
+	calls, err := run(events, []byte(strings.Join(lines, "\n")+"\n"))
 	if err != nil {
 		t.Fatalf("ParseEvents: %v", err)
 	}
@@ -238,12 +239,8 @@ func TestEventRejections(t *testing.T) {
 func TestEventLinesAreIndependent(t *testing.T) {
 	po := `{"id":"po_1","object":"payout","currency":"usd","amount":1}`
 	calls := parseEventLines(t, evt("evt_1", "payout.paid", po), `hello`, `{"id":"evt_2",`, evt("evt_3", "payout.paid", po))
-	var got []string
-	for _, c := range calls {
-		got = append(got, fmt.Sprintf("%s@%d", c.Call, c.line()))
-	}
 	want := []string{"evidence@1", "reject@2", "reject@3", "evidence@4"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, ingesttest.Summary(calls)); diff != "" {
 		t.Errorf("outcomes (-want +got)\n%s", diff)
 	}
 }
@@ -264,7 +261,7 @@ func TestEventLines(t *testing.T) {
 		{"array with blank lines", "\n\n[\n\n" + payout("a") + "\n\n,\n" + payout("b") + "]", []int{5, 8}},
 		{"pretty events one after another", pretty(payout("a")) + "\n" + pretty(payout("b")), []int{1, 1 + strings.Count(pretty(payout("a")), "\n") + 1}},
 	} {
-		calls, err := run(t, events, []byte(tc.input))
+		calls, err := run(events, []byte(tc.input))
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -274,7 +271,7 @@ func TestEventLines(t *testing.T) {
 			if c.Evidence == nil {
 				t.Errorf("%s: %s on line %d: %s", tc.name, c.Call, c.Line, c.Reason)
 			}
-			got = append(got, c.line())
+			got = append(got, c.Line)
 		}
 		if diff := cmp.Diff(tc.lines, got); diff != "" {
 			t.Errorf("%s: lines (-want +got)\n%s", tc.name, diff)
@@ -304,7 +301,7 @@ func TestEventsFatal(t *testing.T) {
 		{"data after the array", "[" + ok + "]\n{}", "line 2: unexpected { after the events"},
 		{"syntax error in pretty events", "{\n \"id\": \"evt_1\",\n \"type\": x\n}\n", `line 3: malformed JSON in the event starting on line 1: invalid character 'x' looking for beginning of value`},
 	} {
-		_, err := run(t, events, []byte(tc.input))
+		_, err := run(events, []byte(tc.input))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
@@ -313,7 +310,7 @@ func TestEventsFatal(t *testing.T) {
 
 func TestEventsEmptyInput(t *testing.T) {
 	for _, in := range []string{"", "\n\n  \n", "\xEF\xBB\xBF", "[]", "[\n]\n"} {
-		calls, err := run(t, events, []byte(in))
+		calls, err := run(events, []byte(in))
 		if err != nil || len(calls) != 0 {
 			t.Errorf("ParseEvents(%q) = %+v, %v; want nothing", in, calls, err)
 		}

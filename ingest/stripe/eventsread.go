@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"reconcile"
 )
@@ -54,7 +56,7 @@ func ParseEvents(ctx context.Context, r io.Reader, opt EventsOptions, sink recon
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	p := &eventParser{sink: sink, seen: map[string]int{}}
+	p := &eventParser{sink: sink, seen: map[string]int{}, currencies: map[string]string{}}
 	start := bytes.TrimLeft(head, " \t\r\n")
 	if len(start) == 0 {
 		if len(head) < br.Size() {
@@ -91,7 +93,7 @@ func (p *eventParser) lines(ctx context.Context, r io.Reader) error {
 			return err
 		}
 		rows++
-		if err := p.value(line, string(text), text); err != nil {
+		if err := p.value(line, string(text)); err != nil {
 			return err
 		}
 	}
@@ -123,7 +125,7 @@ func (p *eventParser) stream(ctx context.Context, r io.Reader, array bool) error
 			return p.streamError(dec, lc, err)
 		}
 		line := lc.lineAt(dec.InputOffset() - int64(len(raw)))
-		if err := p.value(line, string(raw), raw); err != nil {
+		if err := p.value(line, string(raw)); err != nil {
 			return err
 		}
 	}
@@ -208,3 +210,250 @@ func (c *lineCounter) lineAt(off int64) int {
 	}
 	return c.line
 }
+
+// jsonScan reads one JSON value held in a string, for decodeFast. It checks
+// the syntax as strictly as encoding/json does, or more so: once it meets
+// anything it is unsure of, it sets failed and finds the end of the text
+// wherever it reads next.
+type jsonScan struct {
+	s      string
+	i      int // the next byte to read
+	depth  int // objects and arrays open
+	failed bool
+}
+
+// maxScanDepth bounds the nesting jsonScan reads, far below encoding/json's
+// limit of 10000: deeper text is left to encoding/json.
+const maxScanDepth = 100
+
+func (d *jsonScan) fail() {
+	d.failed = true
+	d.i = len(d.s)
+}
+
+// peek skips white space and returns the next byte, 0 at the end.
+func (d *jsonScan) peek() byte {
+	for ; d.i < len(d.s); d.i++ {
+		switch c := d.s[d.i]; c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// end checks that nothing but white space follows.
+func (d *jsonScan) end() {
+	if d.peek(); d.i != len(d.s) {
+		d.fail()
+	}
+}
+
+// open reads the '{' or '[' that starts an object or array and reports
+// whether a member or element follows; of an empty one it reads the end
+// too. A loop over the members reads each and calls next:
+//
+//	for more := d.open('{'); more; more = d.next('}') { d.key(); d.value() }
+func (d *jsonScan) open(c byte) bool {
+	if d.peek() != c {
+		d.fail()
+		return false
+	}
+	d.i++
+	if d.depth++; d.depth > maxScanDepth {
+		d.fail()
+		return false
+	}
+	end := byte('}')
+	if c == '[' {
+		end = ']'
+	}
+	if d.peek() == end {
+		d.i++
+		d.depth--
+		return false
+	}
+	return true
+}
+
+// next reads what follows a member or element: a comma, reporting true, or
+// the end of the object or array, reporting false.
+func (d *jsonScan) next(end byte) bool {
+	switch d.peek() {
+	case ',':
+		d.i++
+		return true
+	case end:
+		d.i++
+		d.depth--
+		return false
+	}
+	d.fail()
+	return false
+}
+
+// key reads a member's key and the colon after it, and returns the key as
+// written between its quotes.
+func (d *jsonScan) key() string {
+	k, _ := d.str()
+	if d.peek() != ':' {
+		d.fail()
+		return ""
+	}
+	d.i++
+	return k
+}
+
+// null reads a null, if that is what follows.
+func (d *jsonScan) null() bool {
+	if d.peek() != 'n' {
+		return false
+	}
+	d.literal("null")
+	return true
+}
+
+// value reads a value of any kind and returns its text.
+func (d *jsonScan) value() string {
+	c := d.peek()
+	start := d.i
+	switch {
+	case c == '"':
+		d.str()
+	case c == '{':
+		for more := d.open('{'); more; more = d.next('}') {
+			d.key()
+			d.value()
+		}
+	case c == '[':
+		for more := d.open('['); more; more = d.next(']') {
+			d.value()
+		}
+	case c == 't':
+		d.literal("true")
+	case c == 'f':
+		d.literal("false")
+	case c == 'n':
+		d.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		d.number()
+	default:
+		d.fail()
+	}
+	return d.s[start:d.i]
+}
+
+func (d *jsonScan) literal(word string) {
+	if !strings.HasPrefix(d.s[d.i:], word) {
+		d.fail()
+		return
+	}
+	d.i += len(word)
+}
+
+// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *jsonScan) number() {
+	s, i := d.s, d.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		i = digits(s, i)
+	default:
+		d.fail()
+		return
+	}
+	if i < len(s) && s[i] == '.' {
+		if i++; i == len(s) || !isDigit(s[i]) {
+			d.fail()
+			return
+		}
+		i = digits(s, i)
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		if i++; i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i == len(s) || !isDigit(s[i]) {
+			d.fail()
+			return
+		}
+		i = digits(s, i)
+	}
+	d.i = i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// digits returns the index of the first byte from i on that is no digit.
+func digits(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
+}
+
+// str reads a string and returns the text between its quotes, and whether
+// that is plain: ASCII without escapes, so the text is the string.
+func (d *jsonScan) str() (string, bool) {
+	if d.peek() != '"' {
+		d.fail()
+		return "", false
+	}
+	s := d.s
+	start := d.i + 1
+	plain := true
+	for i := start; i < len(s); {
+		if plainByte[s[i]] {
+			i++
+			continue
+		}
+		switch c := s[i]; {
+		case c == '"':
+			d.i = i + 1
+			return s[start:i], plain
+		case c == '\\':
+			plain = false
+			if i+1 == len(s) {
+				d.fail()
+				return "", false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(s) || !isHex(s[i+2]) || !isHex(s[i+3]) || !isHex(s[i+4]) || !isHex(s[i+5]) {
+					d.fail()
+					return "", false
+				}
+				i += 6
+			default:
+				d.fail()
+				return "", false
+			}
+		case c < ' ':
+			d.fail() // control characters must be escaped
+			return "", false
+		default: // the bytes of a multi-byte character, checked when decoded
+			plain = false
+			i++
+		}
+	}
+	d.fail()
+	return "", false
+}
+
+func isHex(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// plainByte holds the bytes a string may hold as they are: printable ASCII
+// but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()

@@ -1,12 +1,35 @@
 package stripe
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 	_ "time/tzdata" // Europe/Berlin without relying on the system's zoneinfo
+
+	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
+
+// parseFunc is ParseItemized or ParseEvents with its options bound.
+type parseFunc func(ctx context.Context, data []byte, sink reconcile.RowSink) error
+
+func itemized(opt ItemizedOptions) parseFunc {
+	return func(ctx context.Context, data []byte, sink reconcile.RowSink) error {
+		return ParseItemized(ctx, bytes.NewReader(data), opt, sink)
+	}
+}
+
+func events(ctx context.Context, data []byte, sink reconcile.RowSink) error {
+	return ParseEvents(ctx, bytes.NewReader(data), EventsOptions{}, sink)
+}
+
+// run parses data and returns the calls and the error.
+func run(parse parseFunc, data []byte) ([]ingesttest.Call, error) {
+	return ingesttest.Run(func(sink reconcile.RowSink) error { return parse(context.Background(), data, sink) })
+}
 
 // TestGolden parses each fixture in testdata and compares every sink call,
 // and the error, with its .golden file. go test -update rewrites them.
@@ -30,12 +53,9 @@ func TestGolden(t *testing.T) {
 		{"events_array_syntax.json", events},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			calls, err := run(t, tc.parse, data)
-			golden(t, tc.file+".golden", render(calls, err))
+			path := filepath.Join("testdata", tc.file)
+			calls, err := run(tc.parse, ingesttest.ReadFile(t, path))
+			ingesttest.Golden(t, path+".golden", ingesttest.Calls, calls, err)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ingest/ingesttest"
 )
 
 // itemizedHeader is the header the table tests write their rows under.
@@ -51,9 +52,9 @@ func with(m map[string]string, kv ...string) map[string]string {
 }
 
 // parseOneItemized parses one row under itemizedHeader and returns its only call.
-func parseOneItemized(t *testing.T, opt ItemizedOptions, row string) call {
+func parseOneItemized(t *testing.T, opt ItemizedOptions, row string) ingesttest.Call {
 	t.Helper()
-	calls, err := run(t, itemized(opt), []byte(itemizedHeader+"\n"+row+"\n"))
+	calls, err := run(itemized(opt), []byte(itemizedHeader+"\n"+row+"\n"))
 	if err != nil {
 		t.Fatalf("ParseItemized: %v", err)
 	}
@@ -63,7 +64,7 @@ func parseOneItemized(t *testing.T, opt ItemizedOptions, row string) call {
 	return calls[0]
 }
 
-func mustEvidence(t *testing.T, c call) *reconcile.Evidence {
+func mustEvidence(t *testing.T, c ingesttest.Call) *reconcile.Evidence {
 	t.Helper()
 	if c.Evidence == nil {
 		t.Fatalf("got %s (%s), want evidence", c.Call, c.Reason)
@@ -160,7 +161,7 @@ func TestItemizedTimes(t *testing.T) {
 		{"ISO without zone is local", local + "txn_1,2025-07-10T05:00:00,usd,1,charge", newYork, "2025-07-10T09:00:00Z"},
 		{"created_utc with offset", both + "txn_1,2025-07-10T05:00:00-01:00,,usd,1,charge", nil, "2025-07-10T06:00:00Z"},
 	} {
-		calls, err := run(t, itemized(ItemizedOptions{Location: tc.loc}), []byte(tc.csv))
+		calls, err := run(itemized(ItemizedOptions{Location: tc.loc}), []byte(tc.csv))
 		if err != nil || len(calls) != 1 || calls[0].Evidence == nil {
 			t.Errorf("%s: got %+v, %v; want one evidence", tc.name, calls, err)
 			continue
@@ -226,7 +227,7 @@ func TestItemizedIdentityAndLinks(t *testing.T) {
 func TestItemizedMetadataKeepsFullColumnNames(t *testing.T) {
 	const csv = "balance_transaction_id,created,currency,gross,reporting_category,automatic_payout_id,payment_metadata[order_ref],refund_metadata[reason],transfer_metadata[x],payment_metadata[empty]\n" +
 		"txn_M,2025-01-01 00:00:00,usd,1,charge,po_M,ord-9,late,y,\n"
-	calls, err := run(t, itemized(ItemizedOptions{}), []byte(csv))
+	calls, err := run(itemized(ItemizedOptions{}), []byte(csv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestItemizedRejections(t *testing.T) {
 	} {
 		c := parseOneItemized(t, ItemizedOptions{}, tc.row)
 		if c.Call != "reject" || !strings.HasPrefix(c.Reason, tc.reason) || c.Line != 2 {
-			t.Errorf("%s: got %s on line %d (%q), want reject on line 2 with %q", tc.name, c.Call, c.line(), c.Reason, tc.reason)
+			t.Errorf("%s: got %s on line %d (%q), want reject on line 2 with %q", tc.name, c.Call, c.Line, c.Reason, tc.reason)
 		}
 	}
 }
@@ -287,16 +288,12 @@ func TestItemizedMalformedRowsStayApart(t *testing.T) {
 		"txn_C,2025-04-01 12:00:00\n" +
 		"txn_D,2025-04-01 12:00:00\n" +
 		itemizedRow(with(baseRow(), "source_id", "ch_E")) + "\n"
-	calls, err := run(t, itemized(ItemizedOptions{}), []byte(data))
+	calls, err := run(itemized(ItemizedOptions{}), []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, c := range calls {
-		got = append(got, c.Call+"@"+string(rune('0'+c.line())))
-	}
 	want := []string{"reject@2", "reject@3", "reject@4", "reject@5", "evidence@6"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, ingesttest.Summary(calls)); diff != "" {
 		t.Errorf("outcomes (-want +got)\n%s", diff)
 	}
 	if calls[2].Raw == calls[3].Raw {
@@ -306,17 +303,13 @@ func TestItemizedMalformedRowsStayApart(t *testing.T) {
 
 func TestItemizedBlankAndEmptyRows(t *testing.T) {
 	data := itemizedHeader + "\r\n\r\n" + itemizedRow(baseRow()) + "\r\n,,,,,,,,,,,,,\r\n   \r\n"
-	calls, err := run(t, itemized(ItemizedOptions{}), []byte("\xEF\xBB\xBF"+data))
+	calls, err := run(itemized(ItemizedOptions{}), []byte("\xEF\xBB\xBF"+data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, c := range calls {
-		got = append(got, c.Call+"@"+string(rune('0'+c.line())))
-	}
 	// Line 2 is blank (no row); lines 4 and 5 hold only empty fields.
 	want := []string{"evidence@3", "ignore@4", "ignore@5"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, ingesttest.Summary(calls)); diff != "" {
 		t.Errorf("outcomes (-want +got)\n%s", diff)
 	}
 	if raw := calls[0].Evidence.Raw; strings.ContainsAny(raw, "\r\n") {
@@ -336,7 +329,7 @@ func TestItemizedFatal(t *testing.T) {
 		{"header after blank lines", "\n\nsource_id,created,currency\n", "line 3: not a Stripe itemized report: missing required column(s) gross, reporting_category"},
 		{"header not CSV", "source_id,\"created,currency,gross,reporting_category\n", "line 1: header row: parse error on line 1, column 54: extraneous or missing \" in quoted-field"},
 	} {
-		_, err := run(t, itemized(ItemizedOptions{}), []byte(tc.csv))
+		_, err := run(itemized(ItemizedOptions{}), []byte(tc.csv))
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
@@ -364,38 +357,30 @@ func TestItemizedReadErrorIsFatal(t *testing.T) {
 	// after some rows.
 	const rows = 2000
 	r := &failingReader{data: itemizedHeader + "\n" + strings.Repeat(itemizedRow(baseRow())+"\n", rows), err: errDisk}
-	var rec recorder
+	var rec ingesttest.Recorder
 	err := ParseItemized(context.Background(), r, ItemizedOptions{}, &rec)
 	if !errors.Is(err, errDisk) || !strings.HasPrefix(err.Error(), fmt.Sprintf("line %d: ", rows+2)) {
 		t.Errorf("ParseItemized = %v, want line %d wrapping %v", err, rows+2, errDisk)
 	}
-	if len(rec.calls) != rows {
-		t.Errorf("got %d outcomes before the error, want %d", len(rec.calls), rows)
+	if len(rec.Calls) != rows {
+		t.Errorf("got %d outcomes before the error, want %d", len(rec.Calls), rows)
 	}
 }
 
-// failingSink fails on the first call.
-type failingSink struct{ err error }
-
-func (s failingSink) Evidence(*reconcile.Evidence) error { return s.err }
-func (s failingSink) Reject(int, string, string) error   { return s.err }
-func (s failingSink) Ignore(int, string) error           { return s.err }
-
 func TestSinkErrorStopsTheParse(t *testing.T) {
-	errSink := errors.New("sink full")
 	data := itemizedHeader + "\n" + itemizedRow(baseRow()) + "\n"
-	if err := ParseItemized(context.Background(), strings.NewReader(data), ItemizedOptions{}, failingSink{errSink}); !errors.Is(err, errSink) {
-		t.Errorf("ParseItemized = %v, want %v", err, errSink)
+	if err := ParseItemized(context.Background(), strings.NewReader(data), ItemizedOptions{}, &ingesttest.FailingSink{}); !errors.Is(err, ingesttest.ErrSink) {
+		t.Errorf("ParseItemized = %v, want %v", err, ingesttest.ErrSink)
 	}
-	if err := ParseEvents(context.Background(), strings.NewReader(`{"x":1}`), EventsOptions{}, failingSink{errSink}); !errors.Is(err, errSink) {
-		t.Errorf("ParseEvents = %v, want %v", err, errSink)
+	if err := ParseEvents(context.Background(), strings.NewReader(`{"x":1}`), EventsOptions{}, &ingesttest.FailingSink{}); !errors.Is(err, ingesttest.ErrSink) {
+		t.Errorf("ParseEvents = %v, want %v", err, ingesttest.ErrSink)
 	}
 }
 
 func TestCancelledContextStopsTheParse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var rec recorder
+	var rec ingesttest.Recorder
 	data := itemizedHeader + "\n" + strings.Repeat(itemizedRow(baseRow())+"\n", 10)
 	if err := ParseItemized(ctx, strings.NewReader(data), ItemizedOptions{}, &rec); !errors.Is(err, context.Canceled) {
 		t.Errorf("ParseItemized = %v, want %v", err, context.Canceled)
@@ -405,8 +390,8 @@ func TestCancelledContextStopsTheParse(t *testing.T) {
 			t.Errorf("ParseEvents(%q) = %v, want %v", in, err, context.Canceled)
 		}
 	}
-	if len(rec.calls) != 0 {
-		t.Errorf("a cancelled parse made %d calls", len(rec.calls))
+	if len(rec.Calls) != 0 {
+		t.Errorf("a cancelled parse made %d calls", len(rec.Calls))
 	}
 }
 

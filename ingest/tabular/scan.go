@@ -18,6 +18,13 @@ const (
 // the lowest one found may be wrong, so only the lowest is used.
 func zeros(v uint64) uint64 { return (v - lsb) &^ v & msb }
 
+// exactZeros has the high bit of each byte of v that is zero set, and no
+// other bits: unlike zeros, every byte found is one.
+func exactZeros(v uint64) uint64 {
+	const low7 = lsb * 0x7f
+	return ^((v&low7 + low7) | v | low7)
+}
+
 // index1 returns the position of the first x in b at or after i, or len(b).
 func index1(b []byte, i int, x byte) int {
 	xx := lsb * uint64(x)

@@ -7,10 +7,13 @@ package tabular
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -53,6 +56,11 @@ type Reader struct {
 	multi  []byte  // the raw text of a record that spans lines
 	spans  []span  // the fields as offsets into the record's text
 	esc    []byte  // scratch for unescaping quoted fields
+	ends   []int   // scratch: where the fields of a plainly quoted line end
+	// dropsQuotes says that the last line with quotes was one that Join
+	// writes without some of them: the next is likely one that
+	// readPlainQuoted reads, as in PayPal's reports.
+	dropsQuotes bool
 }
 
 // The shapes of a record, as Read read it.
@@ -386,6 +394,15 @@ func (r *Reader) readQuoted(orig []byte, n int, nl bool) ([]string, int, error) 
 // only if asked for).
 func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, error) {
 	b := orig[:n]
+	// Lines of a file are much alike: try first the way for the kind of
+	// line the last one was.
+	if r.dropsQuotes {
+		if rec := r.readPlainQuoted(b); rec != nil {
+			return rec, r.numLine, nil
+		}
+	} else if rec := r.readKeptQuotes(b); rec != nil {
+		return rec, r.numLine, nil
+	}
 	fields := r.fields[:0]
 	c := r.c
 	same := true // whether Join quotes just the fields that are quoted
@@ -453,6 +470,7 @@ func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, err
 	case same:
 		s = string(b)
 		r.raw, r.joined, r.jok = s, s, true
+		r.dropsQuotes = false
 	default:
 		// The line as Join writes it: the line with the quotes of the
 		// fields that need none left out, and quotes put around those that
@@ -484,6 +502,7 @@ func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, err
 		r.buf = j
 		s = string(j)
 		r.rawb, r.joined, r.jok = b, s, true
+		r.dropsQuotes = true
 	}
 	rec := r.rec[:0]
 	for _, f := range fields {
@@ -495,6 +514,138 @@ func (r *Reader) readQuotedByte(orig []byte, n int, nl bool) ([]string, int, err
 	}
 	r.rec, r.ok, r.shape = rec, true, shapeQuoted
 	return rec, r.numLine, nil
+}
+
+// readKeptQuotes reads a line whose quoted fields all need their quotes,
+// since they hold the delimiter, and hold no doubled quotes, as a
+// description with a comma does: the line is then as Join writes it, and
+// its fields are substrings of it. It finds quotes and delimiters eight
+// bytes at a time, and every one in those bytes at once. It returns nil,
+// having read nothing, for any other line.
+func (r *Reader) readKeptQuotes(b []byte) []string {
+	if bytes.IndexByte(b, '\r') >= 0 {
+		return nil
+	}
+	s := string(b)
+	rec := r.rec[:0]
+	qq, cc := lsb*uint64('"'), lsb*uint64(r.c)
+	start := 0      // where the field starts
+	quoted := 0     // 1 when the field is quoted
+	inside := false // within the field's quotes
+	delim := false  // the quoted field holds the delimiter
+	for i := 0; i < len(b); i += 8 {
+		var v uint64
+		if i+8 <= len(b) {
+			v = binary.LittleEndian.Uint64(b[i:])
+		} else {
+			for k := len(b) - 1; k >= i; k-- { // zero bytes are neither quote nor delimiter
+				v = v<<8 | uint64(b[k])
+			}
+		}
+		for m := exactZeros(v^qq) | exactZeros(v^cc); m != 0; m &= m - 1 {
+			k := i + bits.TrailingZeros64(m)/8
+			switch {
+			case b[k] != '"' && inside: // a delimiter within quotes
+				delim = true
+			case b[k] != '"': // a delimiter: the field ends
+				f := s[start+quoted : k-quoted]
+				if quoted == 0 && f != "" && quotable(f[0]) && needsQuotesUnquoted(f) {
+					return nil
+				}
+				rec = append(rec, f)
+				start, quoted = k+1, 0
+			case k == start && quoted == 0: // an opening quote
+				quoted, inside, delim = 1, true, false
+			case inside && (k+1 == len(b) || b[k+1] == r.c): // a closing quote
+				f := s[start+1 : k]
+				if !delim && !(f != "" && quotable(f[0]) && needsQuotesUnquoted(f)) { // Join writes it unquoted
+					return nil
+				}
+				inside = false
+			default: // a doubled quote, or one out of place
+				return nil
+			}
+		}
+	}
+	if inside { // the quotes go on past the line
+		return nil
+	}
+	f := s[start+quoted : len(s)-quoted]
+	if quoted == 0 && f != "" && quotable(f[0]) && needsQuotesUnquoted(f) {
+		return nil
+	}
+	rec = append(rec, f)
+	r.raw, r.joined, r.jok = s, s, true
+	r.rec, r.ok, r.shape = rec, true, shapeQuoted
+	return rec
+}
+
+// readPlainQuoted reads a line whose quoted fields hold no quote, delimiter
+// or CR, and none of whose fields Join quotes, as PayPal writes every line:
+// the line as Join writes it is then the line without its quotes, which it
+// writes as it reads the line, in one pass and a byte at a time (the
+// fields are too short to gain from more). It returns nil, having read
+// nothing, for any other line.
+func (r *Reader) readPlainQuoted(b []byte) []string {
+	if bytes.IndexByte(b, '\r') >= 0 {
+		return nil
+	}
+	if cap(r.buf) < len(b) {
+		r.buf = make([]byte, len(b))
+	}
+	if cap(r.ends) <= len(b) {
+		r.ends = make([]int, 0, len(b)+1)
+	}
+	j := r.buf[:len(b)] // the line as Join writes it, shorter than b by its quotes
+	ends := r.ends[:0]  // where each field ends in j; there is room for them all
+	c := r.c
+	w := 0
+	for i := 0; ; {
+		start := w
+		if i < len(b) && b[i] == '"' {
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == c {
+					return nil
+				}
+				j[w] = b[i]
+				w++
+			}
+			if i == len(b) { // the quotes go on past the line
+				return nil
+			}
+			i++
+		} else {
+			for ; i < len(b) && b[i] != c; i++ {
+				if b[i] == '"' {
+					return nil
+				}
+				j[w] = b[i]
+				w++
+			}
+		}
+		if w > start && quotable(j[start]) && needsQuotesUnquoted(string(j[start:w])) {
+			return nil
+		}
+		ends = append(ends, w)
+		if i == len(b) {
+			break
+		}
+		if b[i] != c {
+			return nil
+		}
+		j[w] = c
+		w++
+		i++
+	}
+	s := string(j[:w])
+	rec, from := slices.Grow(r.rec[:0], len(ends))[:len(ends)], 0
+	for k, e := range ends {
+		rec[k] = s[from:e]
+		from = e + 1
+	}
+	r.rawb, r.joined, r.jok = b, s, true
+	r.rec, r.ok, r.shape = rec, true, shapeQuoted
+	return rec
 }
 
 // field is a field of a line with quotes: its content's place in the line
