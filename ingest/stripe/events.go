@@ -542,47 +542,51 @@ func (d *jsonScan) metadata() []metaPair {
 }
 
 func (d *jsonScan) charges() *chargeList {
-	if d.null() {
-		return nil
-	}
 	l := new(chargeList)
-	var seen fieldSet
-	for more := d.open('{'); more; more = d.next('}') {
-		switch key := d.key(); key {
-		case "data":
-			d.once(&seen, 0)
-			if d.null() {
-				continue
-			}
-			l.Data = []chargeRef{}
-			for more := d.open('['); more; more = d.next(']') {
-				var c chargeRef
-				if !d.null() {
-					var seen fieldSet
-					for more := d.open('{'); more; more = d.next('}') {
-						switch key := d.key(); key {
-						case "id":
-							d.once(&seen, 0)
-							c.ID = d.text()
-						default:
-							d.other(key)
-						}
-					}
+	present := d.list(func() {
+		var c chargeRef
+		if !d.null() {
+			var seen fieldSet
+			for more := d.open('{'); more; more = d.next('}') {
+				switch key := d.key(); key {
+				case "id":
+					d.once(&seen, 0)
+					c.ID = d.text()
+				default:
+					d.other(key)
 				}
-				l.Data = append(l.Data, c)
 			}
-		default:
-			d.other(key)
 		}
+		l.Data = append(l.Data, c)
+	}, func() { l.Data = []chargeRef{} })
+	if !present {
+		return nil
 	}
 	return l
 }
 
 func (d *jsonScan) refunds() *refundList {
-	if d.null() {
+	l := new(refundList)
+	present := d.list(func() {
+		l.Data = append(l.Data, object{})
+		if !d.null() {
+			d.object(&l.Data[len(l.Data)-1])
+		}
+	}, func() { l.Data = []object{} })
+	if !present {
 		return nil
 	}
-	l := new(refundList)
+	return l
+}
+
+// list reads a Stripe list object ({"data": [...]}), or null, reporting
+// whether it was there. A data array that is there, even empty, is first
+// given to start (encoding/json makes it an empty slice, not nil), then
+// each of its elements to item.
+func (d *jsonScan) list(item, start func()) bool {
+	if d.null() {
+		return false
+	}
 	var seen fieldSet
 	for more := d.open('{'); more; more = d.next('}') {
 		switch key := d.key(); key {
@@ -591,18 +595,15 @@ func (d *jsonScan) refunds() *refundList {
 			if d.null() {
 				continue
 			}
-			l.Data = []object{}
+			start()
 			for more := d.open('['); more; more = d.next(']') {
-				l.Data = append(l.Data, object{})
-				if !d.null() {
-					d.object(&l.Data[len(l.Data)-1])
-				}
+				item()
 			}
 		default:
 			d.other(key)
 		}
 	}
-	return l
+	return true
 }
 
 // idempotencyKey reads a request object's idempotency_key as request's
