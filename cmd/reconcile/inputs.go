@@ -112,7 +112,7 @@ func (a *app) writeResult(path string, res *report.Result) error {
 }
 
 func (a *app) writeOut(path string, write func(io.Writer) error) error {
-	err := error(nil)
+	var err error
 	if path == "-" {
 		err = write(a.stdout)
 	} else {
