@@ -13,6 +13,16 @@ import (
 // effects). HTML characters are written as they are.
 func WriteJSON(w io.Writer, res *Result, indent bool) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := writeResult(bw, res, indent); err != nil {
+		return err
+	}
+	if indent {
+		bw.WriteByte('\n') // as json.Encoder ends what it indents
+	}
+	return bw.Flush()
+}
+
+func writeResult(bw *bufio.Writer, res *Result, indent bool) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -27,18 +37,10 @@ func WriteJSON(w io.Writer, res *Result, indent bool) error {
 		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 	}
 	ds := res.Discrepancies
-	if ds == nil {
+	if ds == nil { // null: nothing to write one at a time
 		b, err := encode(res, "")
-		if err == nil {
-			bw.Write(b)
-		}
-		if indent {
-			bw.WriteByte('\n')
-		}
-		if err != nil {
-			return err
-		}
-		return bw.Flush()
+		bw.Write(b)
+		return err
 	}
 	res.Discrepancies = []Discrepancy{}
 	head, err := encode(res, "")
@@ -71,8 +73,5 @@ func WriteJSON(w io.Writer, res *Result, indent bool) error {
 		bw.WriteString("\n  ")
 	}
 	bw.Write(tail)
-	if indent {
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
+	return nil
 }
