@@ -215,7 +215,8 @@ type ingested struct {
 // cannot be read at all stops the run before it changes anything: every
 // new input but the largest is read once, writing nothing, before any is
 // written; the largest is then written first, in a transaction of its own
-// that its failure rolls back, so that it is parsed only once (a local file is hashed first, to find it in the manifest).
+// that its failure rolls back, so that it is parsed only once (a local
+// file is hashed first, to find it in the manifest).
 func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest.Source, opt *ingest.Options) (*ingested, error) {
 	defer func(t time.Time) {
 		a.log.Debug("phase done", "phase", "ingest", "elapsed", time.Since(t).Round(time.Millisecond))
