@@ -11,6 +11,9 @@ import (
 type Made struct {
 	ID       string // pi_… for a payment, re_… for a refund
 	ChargeID string // the payment's charge, or the charge a refund returns
+	// PaymentIntent is the payment's own pi_ id, or the payment intent of
+	// the charge a refund returns.
+	PaymentIntent string
 	Status   string // the provider's word: succeeded, pending, failed, requires_action, ...
 	Amount   Money
 	// EffectKey is the object's metadata[effect_key], when it has one.
@@ -21,13 +24,33 @@ type Made struct {
 	Response json.RawMessage // the provider's answer, as it came
 }
 
-// RefundRequest is a compensation's call: refund one extra transaction in
-// full under the compensation key.
+// RefundRequest is a compensation's call: refund one extra transaction
+// under the compensation key, for an amount stated in the request, so that
+// what the blast radius counted is what is sent.
 type RefundRequest struct {
 	Key           string // the compensation key, sent as the Idempotency-Key
 	Charge        string // the extra transaction's ch_ id (or empty with PaymentIntent)
 	PaymentIntent string
+	Amount        Money  // always sent; the currency is the charge's
 	Compensates   string // the original effect's key: metadata[compensates]
+}
+
+// Charge is a charge as the provider shows it when it is retrieved: what
+// the job checks before it refunds one, and before it keeps one.
+type Charge struct {
+	ID            string // ch_…
+	PaymentIntent string // pi_…, when the charge belongs to one
+	Amount        Money
+	Refunded      int64  // minor units refunded so far, in part or in full
+	Status        string // succeeded, pending, failed
+	// EffectKey is the charge's metadata[effect_key], else its payment
+	// intent's.
+	EffectKey string
+	Livemode  bool
+	// Refunds are the charge's refunds, newest first; listed only when
+	// some of the charge is refunded.
+	Refunds []Made
+	Response json.RawMessage // the provider's answer, as it came
 }
 
 // Errors a provider call ends with, for callers to branch on with errors.Is.
@@ -46,14 +69,15 @@ var (
 
 // ProviderError is an answer from the provider that says the call was
 // processed and made nothing: a declined card, a charge already refunded.
-// It wraps ErrInDoubt, ErrRefused or ErrUnavailable when it is one of those.
+// It wraps ErrInDoubt, ErrRefused or ErrUnavailable when it is one of those,
+// and ErrNotFound when a retrieval found no such object.
 type ProviderError struct {
 	Op      string // "create payment intent", "refund", "search", ...
 	Status  int    // HTTP status, 0 when there was no answer
 	Type    string // Stripe's error type: invalid_request_error, card_error, idempotency_error, ...
 	Code    string // Stripe's error code, when given
 	Message string
-	Err     error // ErrInDoubt, ErrRefused, ErrUnavailable or nil
+	Err     error // ErrInDoubt, ErrRefused, ErrUnavailable, ErrNotFound or nil
 }
 
 func (e *ProviderError) Error() string {
