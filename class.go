@@ -83,6 +83,13 @@ type Transaction struct {
 	PaymentIntent string
 	ParentTxID    string
 	Records       int // how many evidence records describe it
+	// Corroborated is true when a record other than a webhook event
+	// describes it: a settlement report line, a bank entry.
+	Corroborated bool
+	// Conflict says, in words, how its records disagree (on the effect
+	// they name, the amount or the currency); empty when they agree. A
+	// transaction in conflict links to no effect.
+	Conflict string
 }
 
 // Discrepancy is the finding for one effect (or one unexpected

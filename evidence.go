@@ -55,6 +55,11 @@ type Evidence struct {
 	SourceHash string // hex SHA-256 of the source's content
 	Line       int    // 1-based line (or entry start line) in the source
 	Raw        string // the row as read
+	// Webhook is true when the record came from a webhook event dump: the
+	// provider's notification, which anyone who can write a line into the
+	// dump can invent. It is evidence, but it does not corroborate a
+	// transaction by itself; a settlement report line or a retrieval does.
+	Webhook bool
 }
 
 // Rejected is an input row that could not become evidence. It is kept,

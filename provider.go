@@ -14,8 +14,8 @@ type Made struct {
 	// PaymentIntent is the payment's own pi_ id, or the payment intent of
 	// the charge a refund returns.
 	PaymentIntent string
-	Status   string // the provider's word: succeeded, pending, failed, requires_action, ...
-	Amount   Money
+	Status        string // the provider's word: succeeded, pending, failed, requires_action, ...
+	Amount        Money
 	// EffectKey is the object's metadata[effect_key], when it has one.
 	EffectKey string
 	// Replayed is true when the provider answered from its idempotency
@@ -49,7 +49,7 @@ type Charge struct {
 	Livemode  bool
 	// Refunds are the charge's refunds, newest first; listed only when
 	// some of the charge is refunded.
-	Refunds []Made
+	Refunds  []Made
 	Response json.RawMessage // the provider's answer, as it came
 }
 

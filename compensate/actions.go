@@ -12,27 +12,43 @@ import (
 	"reconcile/ledgerdb"
 )
 
-// compensate refunds one extra transaction of a duplicated effect: claim
-// (with the compensation's own effect row), look up when an earlier attempt
-// may have made it, call under the compensation key, settle.
+// compensate refunds one extra transaction of a duplicated effect: check
+// what the ledger already holds under the compensation key, verify at the
+// provider that the charge is ours and extra, claim (with the compensation's
+// own effect row), look up when an earlier attempt may have made it, call
+// under the compensation key with the verified amount, check the answer,
+// settle.
 func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
 	tx := target(d, x.Target)
 	if d.Provider != "stripe" || tx == nil {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person refunds it"
 		return r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.Escalated), x.Key, d.Class, x.Note)
 	}
-	req := &reconcile.RefundRequest{Key: x.Key, Compensates: d.EffectKey}
+	parent, err := r.Store.Effect(ctx, d.EffectKey)
+	if err != nil {
+		return err
+	}
+	existing, err := r.Store.Effect(ctx, x.Key)
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		existing = nil
+	case err != nil:
+		return err
+	}
+	if existing != nil {
+		if stop, err := r.existingCompensation(ctx, d, x, existing); err != nil || stop {
+			return err
+		}
+	} else if stop, err := r.verified(ctx, d, x, parent, false); err != nil || stop {
+		return err
+	}
+	req := &reconcile.RefundRequest{Key: x.Key, Compensates: d.EffectKey, Amount: x.Amount}
 	if strings.HasPrefix(tx.ID, "pi_") {
 		req.PaymentIntent = tx.ID
 	} else {
 		req.Charge = tx.ID
 	}
-	parent, err := r.Store.Effect(ctx, d.EffectKey)
-	if err != nil {
-		return err
-	}
-	row := compensationRow(parent, x, req)
-	c, err := r.claim(ctx, x.Key, row)
+	c, err := r.claim(ctx, x.Key, compensationRow(parent, x, req))
 	if errors.Is(err, reconcile.ErrKeyReused) {
 		x.Outcome, x.Note = reconcile.OutcomeRefused, "the compensation key is recorded with another request: "+err.Error()
 		return r.doubt(ctx, d, x, x.Note)
@@ -50,9 +66,8 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 			return r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "refund lookup unavailable: "+err.Error())
 		}
 		if found != nil {
-			x.Made, x.Note = found.ID, "made by an earlier attempt; found by lookup"
-			x.Outcome = reconcile.OutcomeApplied
-			return r.settle(ctx, &c.Claim, x, found, x.Key, "")
+			x.Made, x.Note, x.Outcome = found.ID, "made by an earlier attempt; found by lookup", reconcile.OutcomeApplied
+			return r.checked(ctx, d, x, &c.Claim, found, refundDiffers(found, req), true)
 		}
 		if doubtful, err := r.pastGrace(ctx, x.Key); err != nil || doubtful {
 			if err != nil {
@@ -65,22 +80,100 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 			return r.doubt(ctx, d, x, note)
 		}
 	}
+	if existing != nil { // verified only now: the lookup above may have found our own refund
+		if stop, err := r.verified(ctx, d, x, parent, true); err != nil || stop {
+			if err != nil {
+				return err
+			}
+			return r.release(ctx, &c.Claim, x, x.Outcome, x.Note)
+		}
+	}
 	made, err := r.Provider.Refund(ctx, req)
 	r.Crash("compensate:called")
+	if err == nil {
+		return r.checked(ctx, d, x, &c.Claim, made, refundDiffers(made, req), true)
+	}
 	return r.answered(ctx, d, x, &c.Claim, made, err, true)
 }
 
-// redeliver does a missing effect's work again under its original key,
-// with exactly the recorded request; when the key may have expired at the
-// provider, or an earlier attempt may have made it, it looks up first.
-func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
-	if d.Provider != "stripe" {
-		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person redelivers it"
-		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
+// existingCompensation decides on a compensation whose row is in the
+// ledger already, whoever wrote it. One this run's evidence confirms is
+// made; one in doubt (missing past the cutoff, refunded twice or for
+// another amount) is a person's, and so is one the job never claimed: no
+// refund is sent under its key, or any other. stop is true when the
+// action's outcome is settled.
+func (r *run) existingCompensation(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, row *reconcile.Effect) (stop bool, err error) {
+	switch class, ok := r.found[x.Key]; {
+	case ok && class == reconcile.Confirmed:
+		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, row.ExternalID, "made earlier: the evidence shows the compensation's refund"
+		return true, nil
+	case ok && class == reconcile.Escalated:
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "the compensation "+x.Key+" is in doubt: a person decides; nothing is sent"
+		return true, nil
+	case ok && class == reconcile.Deferred:
+		x.Outcome, x.Note = reconcile.OutcomeDeferred, "the compensation "+x.Key+" is deferred this run: nothing is sent"
+		return true, nil
 	}
+	if !r.claimed[x.Key] { // another run may have claimed it since this one began
+		claims, err := r.Store.ClaimsByKey(ctx, []string{x.Key})
+		if err != nil {
+			return true, err
+		}
+		r.claimed[x.Key] = claims[x.Key] != nil
+	}
+	if !r.claimed[x.Key] {
+		x.Outcome = reconcile.OutcomeEscalated
+		x.Note = "a compensation row " + x.Key + " is in the ledger, not written by this job's claims, and not confirmed: a person decides; nothing is sent"
+		return true, r.doubt(ctx, d, x, x.Note)
+	}
+	return false, nil
+}
+
+// verified checks at the provider, before a refund, that the transaction
+// to refund is ours and extra and the one kept is real (see verify). A
+// refund already made in full needs nothing more: the action is skipped
+// with its id. Anything else that does not check out is escalated (paged
+// once, unless claimed is set: the caller then escalates the claimed
+// compensation itself); a retrieval that fails defers the action. stop is
+// true when the action's outcome is settled.
+func (r *run) verified(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect, claimed bool) (stop bool, err error) {
+	refunded, problem, err := r.verify(ctx, d, x, parent)
+	switch {
+	case err != nil:
+		x.Outcome, x.Note = reconcile.OutcomeDeferred, "the provider could not be asked before the refund: "+err.Error()+"; retried next run"
+		return true, nil
+	case refunded != "":
+		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, refunded, "the provider shows "+x.Target+" refunded in full already ("+refunded+"): nothing to compensate"
+		return true, nil
+	case problem != "":
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "not refunded: "+problem+"; a person decides"
+		if claimed {
+			return true, r.doubt(ctx, d, x, x.Note)
+		}
+		return true, r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.Escalated), d.EffectKey, d.Class, x.Note)
+	}
+	return false, nil
+}
+
+// redeliver does a missing effect's work again under its original key,
+// with exactly the recorded request, by the call its step makes: a charge
+// as a payment intent, a refund as a refund. Any other step is a person's.
+// When the key may have expired at the provider, or an earlier attempt may
+// have made it, it looks up first, and what it finds or is answered must
+// be what was asked for.
+func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
 	e, err := r.Store.Effect(ctx, d.EffectKey)
 	if err != nil {
 		return err
+	}
+	if d.Provider != "stripe" || (e.Step != "charge" && e.Step != "refund") {
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no redelivery for a "+e.Step+" at "+d.Provider+": a person redelivers it"
+		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
+	}
+	want, err := readRequest(e.Request)
+	if err != nil {
+		x.Outcome, x.Note = reconcile.OutcomeEscalated, "the recorded request cannot be sent again ("+err.Error()+"): a person redelivers it"
+		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
 	}
 	c, err := r.claim(ctx, x.Key, nil)
 	if err != nil {
@@ -90,24 +183,63 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 		return nil
 	}
 	r.Crash("redeliver:claimed")
+	refund := e.Step == "refund"
 	if c.Claim.Fence > 1 || r.Now().Sub(e.CreatedAt) >= r.KeyTTL {
-		found, err := r.Provider.FindPayment(ctx, e.Key)
+		var found *reconcile.Made
+		if refund {
+			found, err = r.Provider.FindRefund(ctx, want.target(), e.Key)
+		} else {
+			found, err = r.Provider.FindPayment(ctx, e.Key)
+		}
 		if err != nil {
 			d.Class = reconcile.Deferred
-			if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "payment lookup unavailable: "+err.Error()+"; retried next run"); err != nil {
+			if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "lookup unavailable: "+err.Error()+"; retried next run"); err != nil {
 				return err
 			}
 			return r.deferredTooLong(ctx, d)
 		}
 		if found != nil && found.Status != "failed" && found.Status != "canceled" {
+			if diff := want.differs(e.Key, found); diff != "" {
+				return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
+			}
 			d.Class, d.Reason = reconcile.Confirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
 			x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, found.ID, d.Reason
 			return r.settle(ctx, &c.Claim, x, found, e.Key, "")
 		}
 	}
-	made, err := r.Provider.CreatePaymentIntent(ctx, e.Key, e.Request)
+	var made *reconcile.Made
+	if refund {
+		made, err = r.Provider.CreateRefund(ctx, e.Key, e.Request)
+	} else {
+		made, err = r.Provider.CreatePaymentIntent(ctx, e.Key, e.Request)
+	}
 	r.Crash("redeliver:called")
+	if err == nil {
+		diff := want.differs(e.Key, made)
+		if diff != "" {
+			diff = "the provider answered with " + made.ID + ", which " + diff
+		}
+		return r.checked(ctx, d, x, &c.Claim, made, diff, false)
+	}
 	return r.answered(ctx, d, x, &c.Claim, made, err, false)
+}
+
+// checked settles an action the provider made something for, once what it
+// made has been compared with the request: when diff says how it differs,
+// the claim is closed with what was made but nothing is confirmed, and a
+// person decides; else the action is applied (or skipped, for a replay).
+func (r *run) checked(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, c *reconcile.Claim, made *reconcile.Made, diff string, comp bool) error {
+	if diff == "" {
+		return r.answered(ctx, d, x, c, made, nil, comp)
+	}
+	x.Outcome, x.Made, x.Note = reconcile.OutcomeEscalated, made.ID, diff+": not confirmed; a person decides"
+	if err := r.settle(ctx, c, x, made, "", ""); err != nil {
+		return err
+	}
+	if comp {
+		return r.doubt(ctx, d, x, x.Note)
+	}
+	return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Escalated), d.EffectKey, d.Class, "redelivery: "+x.Note)
 }
 
 // answered settles an action after the provider's answer.

@@ -32,10 +32,18 @@ type Provider interface {
 	CreatePaymentIntent(ctx context.Context, key string, request json.RawMessage) (*reconcile.Made, error)
 	// Refund compensates an extra charge under the compensation key.
 	Refund(ctx context.Context, r *reconcile.RefundRequest) (*reconcile.Made, error)
+	// CreateRefund redelivers a refund under its original key with exactly
+	// the recorded request.
+	CreateRefund(ctx context.Context, key string, request json.RawMessage) (*reconcile.Made, error)
+	// RetrieveCharge retrieves a charge (ch_…), or a payment intent's (pi_…),
+	// with its refunds; an error wrapping reconcile.ErrNotFound when there
+	// is none.
+	RetrieveCharge(ctx context.Context, id string) (*reconcile.Charge, error)
 	// FindPayment looks up the payment made under an effect key; nil when none.
 	FindPayment(ctx context.Context, effectKey string) (*reconcile.Made, error)
-	// FindRefund looks up the refund of charge made under key; nil when none.
-	FindRefund(ctx context.Context, charge, key string) (*reconcile.Made, error)
+	// FindRefund looks up the refund of a charge or payment intent made
+	// under key; nil when none.
+	FindRefund(ctx context.Context, target, key string) (*reconcile.Made, error)
 }
 
 // Escalator records an escalation and pages it once.
@@ -184,6 +192,10 @@ type run struct {
 	ds        []reconcile.Discrepancy
 	orphans   []reconcile.Orphan
 	escalated map[string]*reconcile.Discrepancy // compensations escalated by this run, by key
+	// found is this run's finding for each compensation effect in scope,
+	// by key; claimed says which compensations the job has ever claimed.
+	found   map[string]reconcile.Class
+	claimed map[string]bool
 }
 
 // skipDone settles the outcome of the actions there is nothing to do for:
@@ -209,6 +221,13 @@ func (r *run) skipDone(ctx context.Context) error {
 	claims, err := r.Store.ClaimsByKey(ctx, keys)
 	if err != nil {
 		return err
+	}
+	r.found, r.claimed = map[string]reconcile.Class{}, map[string]bool{}
+	for _, d := range r.ds {
+		r.found[d.EffectKey] = d.Class
+	}
+	for k := range claims {
+		r.claimed[k] = true
 	}
 	for i := range r.ds {
 		for j := range r.ds[i].Actions {
@@ -300,7 +319,11 @@ func (r *run) settle(ctx context.Context, c *reconcile.Claim, x *reconcile.Actio
 	p := &ledgerdb.SettleParams{Key: c.Key, Fence: c.Fence, Owner: r.Owner, Success: failure == "", Error: failure}
 	switch {
 	case made != nil:
-		p.Result, _ = json.Marshal(&settled{ID: made.ID, Charge: made.ChargeID, Status: made.Status})
+		s := &settled{ID: made.ID, Charge: made.ChargeID, Status: made.Status}
+		if x.Outcome == reconcile.OutcomeEscalated { // made, but not what was asked for: later runs say so too
+			s.Outcome, s.Note = x.Outcome, x.Note
+		}
+		p.Result, _ = json.Marshal(s)
 		if confirmKey != "" {
 			p.Confirm = &ledgerdb.ConfirmParams{Key: confirmKey, ExternalID: made.ID, Response: made.Response}
 		}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -109,11 +111,7 @@ func (w *world) effect(key string, amount int64, created time.Time, status recon
 func (w *world) duplicate(key string, amount int64) reconcile.Discrepancy {
 	w.t.Helper()
 	var txs []reconcile.Transaction
-	for i, k := range []string{key, key + "-retry"} {
-		m, err := w.client.CreatePaymentIntent(w.ctx, k, chargeRequest(k, amount))
-		if err != nil {
-			w.t.Fatal(err)
-		}
+	for i, m := range []*reconcile.Made{w.charge(key, key, amount), w.charge(key+"-retry", key, amount)} {
 		txs = append(txs, reconcile.Transaction{Provider: "stripe", ID: m.ChargeID, PaymentIntent: m.ID, Kind: reconcile.KindCharge,
 			Amount: reconcile.Money{Minor: amount, Currency: "EUR"}, Time: time.Unix(int64(i), 0)})
 	}
@@ -122,6 +120,32 @@ func (w *world) duplicate(key string, amount int64) reconcile.Discrepancy {
 	return reconcile.Discrepancy{Class: reconcile.Duplicated, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
 		ObservedMinor: 2 * amount, Transactions: txs, Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: comp, Target: txs[1].ID,
 			Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: amount, Currency: "EUR"}}}}
+}
+
+// charge makes a payment at the sandbox as an application does: under
+// idempotency key idem, with metadata[effect_key] = effectKey (a retry under
+// a fresh key keeps the effect's metadata).
+func (w *world) charge(idem, effectKey string, amount int64) *reconcile.Made {
+	w.t.Helper()
+	form := url.Values{"amount": {fmt.Sprint(amount)}, "currency": {"eur"}, "confirm": {"true"}, "payment_method": {"pm_card_visa"},
+		"customer": {"cus_1"}, "metadata[effect_key]": {effectKey}}
+	req, _ := http.NewRequest(http.MethodPost, w.url+"/v1/payment_intents", strings.NewReader(form.Encode()))
+	req.Header.Set("Authorization", "Bearer sk_test_app")
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Idempotency-Key", idem)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var pi struct {
+		ID           string `json:"id"`
+		LatestCharge string `json:"latest_charge"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&pi); err != nil || resp.StatusCode != http.StatusOK || pi.LatestCharge == "" {
+		w.t.Fatalf("charge %s: HTTP %d, %+v, %v", idem, resp.StatusCode, pi, err)
+	}
+	return &reconcile.Made{ID: pi.ID, ChargeID: pi.LatestCharge}
 }
 
 func missing(key string, amount int64) reconcile.Discrepancy {

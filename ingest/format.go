@@ -32,6 +32,13 @@ type Options struct {
 	AdyenDefaultZone *time.Location
 	// Mapping reads a CSV that no built-in format covers (format "csv").
 	Mapping *csvmap.Mapping
+	// StripeTestMode reads Stripe's test-mode events ("livemode": false)
+	// as evidence and ignores live ones; the zero value reads live events,
+	// as a run against the live account does.
+	StripeTestMode bool
+	// Now is the run's clock, which no evidence may be dated after by more
+	// than MaxClockSkew; nil is time.Now.
+	Now func() time.Time
 }
 
 // Format is one input format: how to recognise it and how to parse it.
@@ -50,7 +57,7 @@ var Formats = []Format{
 		}},
 	{"stripe-events", "Stripe webhook event dumps: JSON Lines, wrapped lines or a JSON array",
 		stripe.DetectEvents, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
-			return stripe.ParseEvents(ctx, r, stripe.EventsOptions{}, s)
+			return stripe.ParseEvents(ctx, r, stripe.EventsOptions{TestMode: o.StripeTestMode}, s)
 		}},
 	{"adyen-settlement", "Adyen Settlement details report, CSV",
 		adyen.Detect, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {

@@ -55,6 +55,11 @@ type Input struct {
 	AlreadyIngested bool `json:"already_ingested,omitempty"`
 }
 
+// MaxClockSkew is how much later than the run's clock evidence may be
+// dated: the providers' clocks and ours differ by a little, and a row dated
+// later than that is no account of anything that has happened yet.
+const MaxClockSkew = 5 * time.Minute
+
 // maxIgnoreReasons bounds Input.Ignores; further reasons count as "other".
 const maxIgnoreReasons = 50
 
@@ -95,7 +100,11 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 	}
 	in.Format = f.Name
 	if len(bytes.TrimSpace(head)) > 0 {
-		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}, prog: opt.Progress}
+		now := time.Now
+		if opt.Now != nil {
+			now = opt.Now
+		}
+		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}, prog: opt.Progress, clock: now().UTC()}
 		if err := f.Parse(ctx, body, opt, cs); err != nil {
 			if ctx.Err() != nil || cs.sinkErr != nil {
 				return nil, err // not the input's fault
@@ -186,6 +195,7 @@ type countingSink struct {
 	in      *Input
 	out     Sink
 	uri     string
+	clock   time.Time // the run's, when the read began
 	totals  map[totalKey]*Total
 	sinkErr error // set when out failed, so the parse error is not the input's
 }
@@ -202,6 +212,12 @@ func (s *countingSink) Evidence(e *reconcile.Evidence) error {
 		// A parser took a date it should have refused; no ledger can store
 		// it and no payment happened then.
 		return s.Reject(e.Line, e.Raw, fmt.Sprintf("date %s is out of range", e.Time.Format(time.RFC3339)))
+	}
+	if e.Time.After(s.clock.Add(MaxClockSkew)) {
+		// No provider reports what has not happened yet: the row is
+		// corrupt, or its zone misread, and would stretch the coverage.
+		return s.Reject(e.Line, e.Raw, fmt.Sprintf("dated %s, later than this run's clock (%s) plus %d minutes",
+			e.Time.UTC().Format(time.RFC3339), s.clock.Format(time.RFC3339), MaxClockSkew/time.Minute))
 	}
 	s.in.Rows++
 	s.prog.row()

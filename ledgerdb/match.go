@@ -36,6 +36,9 @@ type MatchParams struct {
 	// many transactions that link to no effect. 0 means
 	// DefaultPartitionSize.
 	PartitionSize int
+	// WebhookFormats are the input formats whose records are webhook
+	// events (reconcile.Evidence.Webhook).
+	WebhookFormats []string
 }
 
 // Size returns p.PartitionSize, or the default.
@@ -96,6 +99,9 @@ type ScopedEffect struct {
 	reconcile.Effect
 	State reconcile.Class // "" when no run classified it yet
 	Final bool
+	// Conflicts are the ids of the transactions whose records name this
+	// effect and another effect in scope (matcher.Effect.Conflicts).
+	Conflicts []string
 }
 
 // Confirmation records that evidence confirmed an effect: its state

@@ -56,6 +56,14 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 			d.Actions = []reconcile.Action{escalate(e.Key, d.Class)}
 			break
 		}
+		if e.Status == reconcile.StatusAttempted && !tx.Corroborated {
+			// Anyone who can add a line to a webhook dump could invent it:
+			// the application's row waits for the provider's own word.
+			d.Class = reconcile.Pending
+			d.Reason = fmt.Sprintf("%s %s is seen only in webhook events; the row stays attempted until a settlement report or the provider corroborates it",
+				kind, tx.ID)
+			break
+		}
 		d.Class = reconcile.Confirmed
 		d.Reason = string(kind) + " " + tx.ID + " seen once, as requested" // most effects: no Sprintf
 	default:
@@ -73,6 +81,14 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 			break
 		}
 		d.Class = reconcile.Duplicated
+		if e.Step != "charge" && e.Step != "capture" {
+			// Money out made twice is not undone by more money out, nor by
+			// charging the customer back: a person decides.
+			d.Reason = fmt.Sprintf("%s seen %d times at %s (%s); the job compensates only charges: a person decides",
+				kind, len(seen), e.Provider, strings.Join(ids, ", "))
+			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Duplicated)}
+			break
+		}
 		why := "the earliest"
 		if e.ExternalID != "" && slices.Contains(providerIDs(&seen[keep]), e.ExternalID) {
 			why = "the ledger's external id"
@@ -87,6 +103,27 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 				Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
 		}
 	}
+	return d
+}
+
+// deferConflict is the finding for an effect that a transaction in
+// conflict names: nothing is done about it until a person has looked at
+// the transaction, since no one can tell yet which effect it belongs to.
+// It shows the effect's own transactions; the conflicting one is reported
+// on its own, with how its records disagree.
+func deferConflict(e *Effect, held, linked []*reconcile.Transaction) reconcile.Discrepancy {
+	d := reconcile.Discrepancy{Class: reconcile.Deferred, EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount}
+	ids := slices.Clone(e.Conflicts)
+	for _, tx := range held {
+		if !slices.Contains(ids, tx.ID) {
+			ids = append(ids, tx.ID)
+		}
+	}
+	for _, tx := range linked {
+		d.Transactions = append(d.Transactions, *tx)
+	}
+	slices.Sort(ids)
+	d.Reason = fmt.Sprintf("named by %s, whose records conflict: no action on this effect until a person decides", strings.Join(ids, ", "))
 	return d
 }
 
@@ -127,6 +164,12 @@ func unexpectedMoney(tx *reconcile.Transaction, pageFrom map[string]int64) recon
 	d := reconcile.Discrepancy{Class: reconcile.Unexpected, Provider: tx.Provider, Currency: tx.Amount.Currency,
 		ObservedMinor: abs(tx.Amount.Minor), Transactions: []reconcile.Transaction{*tx}}
 	d.Reason = fmt.Sprintf("%s %s of %s links to no effect of ours", tx.Kind, tx.ID, money(abs(tx.Amount.Minor), tx.Amount.Currency))
+	if tx.Conflict != "" {
+		d.Reason = fmt.Sprintf("%s %s is in conflict: %s; it is linked to no effect, and the effects it names wait for a person",
+			tx.Kind, tx.ID, tx.Conflict)
+		d.Actions = []reconcile.Action{escalate(tx.Provider+":"+tx.ID, reconcile.Unexpected)}
+		return d
+	}
 	if tx.ParentKey != "" {
 		d.Reason += fmt.Sprintf(" (it belongs to %s)", tx.ParentKey)
 	}
@@ -295,9 +338,21 @@ func recordHash(r *reconcile.Evidence) string {
 // merge folds one more record of a transaction into it: the first record's
 // amount stands, links are taken from the first record that has them, the
 // earliest time wins, any failure fails it, and it is pending only while
-// every record says so.
+// every record says so. A record of another amount or currency puts the
+// transaction in conflict: one of the two accounts is wrong, and which one
+// is for a person to say; the larger amount stands, as the money at risk.
 func merge(tx *reconcile.Transaction, r *reconcile.Evidence) {
+	if tx.Records > 0 && (r.Amount.Minor != tx.Amount.Minor || !strings.EqualFold(r.Amount.Currency, tx.Amount.Currency)) {
+		if tx.Conflict == "" {
+			tx.Conflict = fmt.Sprintf("its records disagree on the amount: %s and %s (%s line %d)",
+				money(tx.Amount.Minor, tx.Amount.Currency), money(r.Amount.Minor, r.Amount.Currency), r.URI, r.Line)
+		}
+		if abs(r.Amount.Minor) > abs(tx.Amount.Minor) {
+			tx.Amount = r.Amount
+		}
+	}
 	tx.Records++
+	tx.Corroborated = tx.Corroborated || !r.Webhook
 	tx.Failed = tx.Failed || r.Failed
 	tx.Pending = tx.Pending && r.Pending
 	if !r.Time.IsZero() && (tx.Time.IsZero() || r.Time.Before(tx.Time)) {

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ type Effect struct {
 	Amount    int64
 	HasAmount bool
 	Currency  string
+	// Conflicts are the ids of transactions whose records name this effect
+	// and disagree, as the ledger found them over every effect in scope:
+	// a transaction naming two effects is matched beside only one of them.
+	Conflicts []string
 }
 
 // FromLedger reads what the matcher needs from a ledger row.
@@ -160,10 +165,22 @@ func Match(in *Input) *Result {
 		}
 	}
 	linked := make([][]*reconcile.Transaction, len(effects))
+	held := make([][]*reconcile.Transaction, len(effects)) // conflicting transactions that name each effect
 	res := &Result{Discrepancies: make([]reconcile.Discrepancy, 0, len(effects))}
 	var unexpected []*reconcile.Transaction
 	for i := range txs {
 		tx := &txs[i]
+		if _, links := linkKinds[tx.Kind]; links && conflicts(tx, effects, byKey) {
+			named := namedByKey(tx, effects, byKey)
+			if e, ok := link(tx, effects, byKey, byExternal); ok && len(named) == 0 {
+				named = []int{e} // linked by id alone
+			}
+			for _, e := range named {
+				held[e] = append(held[e], tx)
+			}
+			unexpected = append(unexpected, tx)
+			continue
+		}
 		if e, ok := link(tx, effects, byKey, byExternal); ok {
 			linked[e] = append(linked[e], tx)
 		} else if tx.Kind == reconcile.KindCharge || tx.Kind == reconcile.KindRefund {
@@ -173,6 +190,10 @@ func Match(in *Input) *Result {
 	for i := range effects {
 		e := &effects[i]
 		kind, ok := ExpectedKind(e.Step)
+		if len(held[i]) > 0 || len(e.Conflicts) > 0 {
+			res.Discrepancies = append(res.Discrepancies, deferConflict(e, held[i], linked[i]))
+			continue
+		}
 		if !ok || (len(linked[i]) == 0 && !in.Scope[Coverage{e.Provider, kind}]) {
 			res.OutOfScope++
 			continue
@@ -190,6 +211,56 @@ func Match(in *Input) *Result {
 	return res
 }
 
+// linkKinds are the kinds of transaction that link to effects.
+var linkKinds = func() map[reconcile.Kind]bool {
+	m := map[reconcile.Kind]bool{}
+	for _, k := range stepKinds {
+		m[k] = true
+	}
+	return m
+}()
+
+// conflicts reports whether a transaction's records disagree: on the
+// amount or currency (merge notes it), or on the effect they name, when
+// they name two effects of ours or an effect the ledger says another
+// transaction of its named conflicts with this one. It sets tx.Conflict.
+// Such a transaction links to no effect, since any link would let one
+// record (a line added to a webhook dump, a reissued report) move another
+// customer's money.
+func conflicts(tx *reconcile.Transaction, effects []Effect, byKey map[string]int) bool {
+	if tx.Conflict != "" {
+		return true
+	}
+	named := namedByKey(tx, effects, byKey)
+	conflict := len(named) > 1
+	for _, e := range named {
+		conflict = conflict || slices.Contains(effects[e].Conflicts, tx.ID)
+	}
+	if conflict {
+		tx.Conflict = "its records name different effects: " + strings.Join(tx.EffectKeys, ", ")
+	}
+	return conflict
+}
+
+// namedByKey returns the effects that a transaction's records name by
+// effect key and that it could link to, in key order.
+func namedByKey(tx *reconcile.Transaction, effects []Effect, byKey map[string]int) []int {
+	var named []int
+	for _, k := range tx.EffectKeys {
+		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {
+			named = append(named, i)
+		}
+	}
+	return named
+}
+
+// fits reports whether an effect's step makes transactions of tx's kind at
+// tx's provider.
+func fits(e *Effect, tx *reconcile.Transaction) bool {
+	k, ok := ExpectedKind(e.Step)
+	return ok && k == tx.Kind && e.Provider == tx.Provider
+}
+
 // externalID names a transaction as the ledger's external ids do.
 type externalID struct {
 	provider, id string
@@ -200,12 +271,8 @@ type externalID struct {
 // by the provider's ids against the ledger's external ids. A link only holds
 // when the effect's step makes transactions of the transaction's kind.
 func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byExternal map[externalID]int) (int, bool) {
-	fits := func(i int) bool {
-		k, ok := ExpectedKind(effects[i].Step)
-		return ok && k == tx.Kind && effects[i].Provider == tx.Provider
-	}
 	for _, k := range tx.EffectKeys {
-		if i, ok := byKey[k]; ok && fits(i) {
+		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {
 			return i, true
 		}
 	}

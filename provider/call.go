@@ -93,6 +93,11 @@ func classify(op string, write bool, ex *exchange, err error) *reconcile.Provide
 		pe.Status, pe.Type, pe.Code, pe.Message = se.HTTPStatusCode, string(se.Type), string(se.Code), se.Msg
 	}
 	switch {
+	case !write && pe.Status == http.StatusNotFound && pe.Code == "resource_missing":
+		// The object the URL names does not exist. A 404 without the code
+		// is an unrecognized URL (a wrong base URL, say), which says
+		// nothing about the object: that stays unavailable.
+		pe.Err = reconcile.ErrNotFound
 	case !write:
 		// A lookup that failed found nothing out: never in doubt.
 		pe.Err = reconcile.ErrUnavailable

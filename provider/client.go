@@ -1,14 +1,16 @@
 // Package provider calls Stripe for reconcile: it redelivers a missing
 // charge under its original idempotency key, refunds a duplicate under a
-// compensation key, and looks up what a key made. It speaks to Stripe, or to
-// anything that answers like it (the sandbox, stripe-mock), through
-// stripe-go.
+// compensation key, redelivers a missing refund under its own key, retrieves
+// a charge to check it before acting on it, and looks up what a key made.
+// It speaks to Stripe, or to anything that answers like it (the sandbox,
+// stripe-mock), through stripe-go.
 //
 // Every error is a *reconcile.ProviderError, and says by its sentinel what
 // the caller may conclude: ErrInDoubt (the call may have made its effect),
 // ErrRefused (the key was used before with other parameters), ErrUnavailable
-// (nothing was made, try later), or none (a definitive answer that nothing
-// was made, such as a declined card).
+// (nothing was made, try later), ErrNotFound (a retrieval found no such
+// object), or none (a definitive answer that nothing was made, such as a
+// declined card).
 package provider
 
 import (
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,10 +82,13 @@ func New(cfg Config) *Client {
 
 // The operations, as ProviderError.Op names them.
 const (
-	opCreate = "create payment intent"
-	opRefund = "refund"
-	opSearch = "search payment intents"
-	opList   = "list refunds"
+	opCreate    = "create payment intent"
+	opRefund    = "refund"
+	opRedeliver = "redeliver refund"
+	opSearch    = "search payment intents"
+	opList      = "list refunds"
+	opGetCharge = "retrieve charge"
+	opGetIntent = "retrieve payment intent"
 )
 
 // CreatePaymentIntent redelivers a charge: POST /v1/payment_intents under
@@ -102,8 +108,12 @@ func (c *Client) CreatePaymentIntent(ctx context.Context, key string, request js
 }
 
 // Refund compensates: POST /v1/refunds under Idempotency-Key r.Key, for
-// r.Charge (or, without one, r.PaymentIntent) in full, with
-// metadata[effect_key]=r.Key and metadata[compensates]=r.Compensates.
+// r.Charge (or, without one, r.PaymentIntent), with amount=r.Amount.Minor,
+// metadata[effect_key]=r.Key and metadata[compensates]=r.Compensates. The
+// amount is always sent, so that what the blast radius counted is what
+// moves, never "the rest of the charge"; a request without a positive
+// amount is refused before anything is sent. No currency is sent: a refund
+// is in its charge's currency, and the caller checks the answer's.
 func (c *Client) Refund(ctx context.Context, r *reconcile.RefundRequest) (*reconcile.Made, error) {
 	if err := checkKey(opRefund, r.Key); err != nil {
 		return nil, err
@@ -117,11 +127,39 @@ func (c *Client) Refund(ctx context.Context, r *reconcile.RefundRequest) (*recon
 	default:
 		return nil, &reconcile.ProviderError{Op: opRefund, Message: "refund " + r.Key + " names neither a charge nor a payment intent"}
 	}
+	if r.Amount.Minor <= 0 {
+		return nil, &reconcile.ProviderError{Op: opRefund, Message: fmt.Sprintf("refund %s states no positive amount (%d)", r.Key, r.Amount.Minor)}
+	}
+	f.Set("amount", strconv.FormatInt(r.Amount.Minor, 10))
 	f.Set("metadata[effect_key]", r.Key)
 	if r.Compensates != "" {
 		f.Set("metadata[compensates]", r.Compensates)
 	}
 	return c.write(ctx, opRefund, "/v1/refunds", r.Key, encode(f))
+}
+
+// CreateRefund redelivers a recorded refund effect: POST /v1/refunds under
+// Idempotency-Key key, with the recorded request (a Stripe-style JSON
+// object naming a charge or a payment_intent) form-encoded exactly as
+// recorded, the way CreatePaymentIntent encodes a payment's, plus
+// metadata[effect_key]=key, and nothing else. A request that is not an
+// object, or names neither a charge nor a payment intent, is refused before
+// anything is sent.
+//
+// A recorded currency is sent as recorded: currency is a parameter of
+// Stripe's create-refund API (stripe-mock accepts it next to charge and
+// amount), and the key's first use carried it, so dropping it would make
+// Stripe refuse the key as reused with other parameters. Whether it matches
+// the charge's is for the caller to compare in the answer.
+func (c *Client) CreateRefund(ctx context.Context, key string, request json.RawMessage) (*reconcile.Made, error) {
+	if err := checkKey(opRedeliver, key); err != nil {
+		return nil, err
+	}
+	body, err := refundForm(key, request)
+	if err != nil {
+		return nil, &reconcile.ProviderError{Op: opRedeliver, Message: err.Error()}
+	}
+	return c.write(ctx, opRedeliver, "/v1/refunds", key, body)
 }
 
 // FindPayment looks up the payment intents whose metadata[effect_key] is
@@ -185,36 +223,63 @@ func SearchQuery(effectKey string) string {
 	return `metadata['effect_key']:'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(effectKey) + `'`
 }
 
-// FindRefund lists the refunds of charge, page by page, and returns the one
-// whose metadata[effect_key] is key, or nil, nil. Any failure is
-// ErrUnavailable.
-func (c *Client) FindRefund(ctx context.Context, charge, key string) (*reconcile.Made, error) {
-	q := url.Values{"charge": {charge}, "limit": {"100"}}
+// FindRefund lists the refunds of target, a charge (ch_, py_) or a payment
+// intent (pi_), page by page, and returns the one whose
+// metadata[effect_key] is key, or nil, nil. An empty target is refused
+// before anything is sent; any other failure is ErrUnavailable.
+func (c *Client) FindRefund(ctx context.Context, target, key string) (*reconcile.Made, error) {
+	q := url.Values{}
+	switch {
+	case target == "":
+		return nil, &reconcile.ProviderError{Op: opList, Message: "no charge or payment intent to list the refunds of"}
+	case strings.HasPrefix(target, "pi_"):
+		q.Set("payment_intent", target)
+	default:
+		q.Set("charge", target)
+	}
+	var found *reconcile.Made
+	err := c.listRefunds(ctx, q, func(m *reconcile.Made) bool {
+		if m.EffectKey == key {
+			found = m
+		}
+		return found == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// listRefunds lists the refunds that match q, newest first as Stripe lists
+// them, following every page, and gives each to visit until it returns
+// false.
+func (c *Client) listRefunds(ctx context.Context, q url.Values, visit func(*reconcile.Made) bool) error {
+	q.Set("limit", "100")
 	for {
 		body, _, err := c.call(ctx, opList, http.MethodGet, "/v1/refunds?"+encode(q), "", "")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var page struct {
 			Data    []json.RawMessage `json:"data"`
 			HasMore bool              `json:"has_more"`
 		}
 		if err := json.Unmarshal(body, &page); err != nil {
-			return nil, unreadable(opList, reconcile.ErrUnavailable, err)
+			return unreadable(opList, reconcile.ErrUnavailable, err)
 		}
 		var last string
 		for _, raw := range page.Data {
 			m, _, err := made(raw, nil)
 			if err != nil {
-				return nil, unreadable(opList, reconcile.ErrUnavailable, err)
+				return unreadable(opList, reconcile.ErrUnavailable, err)
 			}
-			if m.EffectKey == key {
-				return m, nil
+			if !visit(m) {
+				return nil
 			}
 			last = m.ID
 		}
 		if !page.HasMore || last == "" {
-			return nil, nil
+			return nil
 		}
 		q.Set("starting_after", last)
 	}
@@ -244,6 +309,7 @@ type object struct {
 	Created      int64             `json:"created"`
 	LatestCharge json.RawMessage   `json:"latest_charge"` // an id, an expanded charge or null
 	Charge       json.RawMessage   `json:"charge"`
+	Intent       json.RawMessage   `json:"payment_intent"` // a refund's: an id, expanded, or null
 	Metadata     map[string]string `json:"metadata"`
 }
 
@@ -256,18 +322,19 @@ func made(raw []byte, header http.Header) (*reconcile.Made, *object, error) {
 	if o.ID == "" {
 		return nil, nil, fmt.Errorf("the answer has no id")
 	}
-	charge := o.LatestCharge
+	charge, intent := o.LatestCharge, o.ID
 	if o.Object == "refund" || strings.HasPrefix(o.ID, "re_") {
-		charge = o.Charge
+		charge, intent = o.Charge, refID(o.Intent)
 	}
 	m := &reconcile.Made{
-		ID:        o.ID,
-		ChargeID:  refID(charge),
-		Status:    o.Status,
-		Amount:    reconcile.Money{Minor: o.Amount, Currency: strings.ToUpper(o.Currency)},
-		EffectKey: o.Metadata["effect_key"],
-		Replayed:  header.Get("Idempotent-Replayed") == "true",
-		Response:  json.RawMessage(bytes.Clone(raw)),
+		ID:            o.ID,
+		ChargeID:      refID(charge),
+		PaymentIntent: intent,
+		Status:        o.Status,
+		Amount:        reconcile.Money{Minor: o.Amount, Currency: strings.ToUpper(o.Currency)},
+		EffectKey:     o.Metadata["effect_key"],
+		Replayed:      header.Get("Idempotent-Replayed") == "true",
+		Response:      json.RawMessage(bytes.Clone(raw)),
 	}
 	return m, &o, nil
 }

@@ -52,7 +52,7 @@ func TestRedeliverMakesOnePaymentAndTheSameKeyReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.ID, "pi_") || !strings.HasPrefix(m.ChargeID, "ch_") || m.Status != "succeeded" ||
+	if !strings.HasPrefix(m.ID, "pi_") || !strings.HasPrefix(m.ChargeID, "ch_") || m.PaymentIntent != m.ID || m.Status != "succeeded" ||
 		m.Amount != (reconcile.Money{Minor: 1420000, Currency: "EUR"}) || m.EffectKey != key || m.Replayed || !json.Valid(m.Response) {
 		t.Errorf("CreatePaymentIntent = %+v, want a new succeeded payment of 14200.00 EUR under %s", m, key)
 	}
@@ -108,18 +108,18 @@ func TestRefundThenFindRefundFindsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []*reconcile.RefundRequest{
-		{Key: "k1:compensate:" + p1.ChargeID, Charge: p1.ChargeID, Compensates: "k1"},
-		{Key: "k2:compensate:" + p2.ChargeID, PaymentIntent: p2.ID, Compensates: "k2"},
+		{Key: "k1:compensate:" + p1.ChargeID, Charge: p1.ChargeID, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Compensates: "k1"},
+		{Key: "k2:compensate:" + p2.ChargeID, PaymentIntent: p2.ID, Amount: reconcile.Money{Minor: 2500, Currency: "EUR"}, Compensates: "k2"},
 	} {
-		wantCharge, wantAmount := p1.ChargeID, int64(1000)
+		wantCharge, wantIntent, wantAmount := p1.ChargeID, p1.ID, int64(1000)
 		if r.PaymentIntent != "" {
-			wantCharge, wantAmount = p2.ChargeID, 2500
+			wantCharge, wantIntent, wantAmount = p2.ChargeID, p2.ID, 2500
 		}
 		m, err := c.Refund(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(m.ID, "re_") || m.ChargeID != wantCharge || m.Amount != (reconcile.Money{Minor: wantAmount, Currency: "EUR"}) ||
+		if !strings.HasPrefix(m.ID, "re_") || m.ChargeID != wantCharge || m.PaymentIntent != wantIntent || m.Amount != (reconcile.Money{Minor: wantAmount, Currency: "EUR"}) ||
 			m.EffectKey != r.Key || m.Status != "succeeded" || m.Replayed {
 			t.Errorf("Refund(%+v) = %+v, want a full refund of %s under its key", r, m, wantCharge)
 		}
@@ -256,7 +256,7 @@ func TestAFaultedRefundIsInDoubtAndWasMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Inject(sandbox.Fault{Op: sandbox.OpRefund, Kind: sandbox.FaultDropAfter, Times: 1})
-	r := &reconcile.RefundRequest{Key: "k1:compensate:" + p.ChargeID, Charge: p.ChargeID, Compensates: "k1"}
+	r := &reconcile.RefundRequest{Key: "k1:compensate:" + p.ChargeID, Charge: p.ChargeID, Amount: p.Amount, Compensates: "k1"}
 	if _, err := c.Refund(ctx, r); !errors.Is(err, reconcile.ErrInDoubt) {
 		t.Fatalf("dropped refund: %v, want ErrInDoubt", err)
 	}

@@ -15,40 +15,73 @@ import (
 )
 
 // paymentForm form-encodes a recorded payment request for a redelivery
-// under key: every field as recorded, nested objects as name[key] and
-// arrays as name[0], numbers as their JSON text (never through float64),
-// with confirm=true and metadata[effect_key]=key. A recorded
-// metadata.effect_key other than key is an error: the ledger contract says
-// they are equal, and sending either would be wrong.
+// under key: the recorded request as recordedRequest reads it, with
+// confirm=true.
 func paymentForm(key string, request json.RawMessage) (string, error) {
+	req, err := recordedRequest(key, request)
+	if err != nil {
+		return "", err
+	}
+	req["confirm"] = true
+	return formOf(req), nil
+}
+
+// refundForm form-encodes a recorded refund request for a redelivery under
+// key: the recorded request and metadata[effect_key]=key, nothing more. A
+// request that names no charge and no payment intent is an error: Stripe
+// would refuse it, and there is nothing to refund.
+func refundForm(key string, request json.RawMessage) (string, error) {
+	req, err := recordedRequest(key, request)
+	if err != nil {
+		return "", err
+	}
+	ch, _ := req["charge"].(string)
+	pi, _ := req["payment_intent"].(string)
+	if ch == "" && pi == "" {
+		return "", fmt.Errorf("recorded refund request names neither a charge nor a payment intent")
+	}
+	return formOf(req), nil
+}
+
+// recordedRequest reads a recorded request, a Stripe-style JSON object, for
+// a redelivery under key, with metadata.effect_key set to key. Numbers stay
+// their JSON text (never through float64). A recorded metadata.effect_key
+// other than key is an error: the ledger contract says they are equal, and
+// sending either would be wrong.
+func recordedRequest(key string, request json.RawMessage) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(request))
 	dec.UseNumber()
 	var req map[string]any
 	if err := dec.Decode(&req); err != nil {
-		return "", fmt.Errorf("recorded request is not a JSON object: %v", err)
+		return nil, fmt.Errorf("recorded request is not a JSON object: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("recorded request has data after its JSON object")
+		return nil, fmt.Errorf("recorded request has data after its JSON object")
 	}
 	if req == nil {
-		return "", fmt.Errorf("recorded request is null, not a JSON object")
+		return nil, fmt.Errorf("recorded request is null, not a JSON object")
 	}
 	meta, ok := req["metadata"].(map[string]any)
 	switch {
 	case req["metadata"] == nil:
 		meta = map[string]any{}
 	case !ok:
-		return "", fmt.Errorf("recorded request's metadata is not a JSON object")
+		return nil, fmt.Errorf("recorded request's metadata is not a JSON object")
 	}
 	if k, ok := meta["effect_key"]; ok && k != key {
-		return "", fmt.Errorf("recorded request's metadata.effect_key %v is not its key %q", k, key)
+		return nil, fmt.Errorf("recorded request's metadata.effect_key %v is not its key %q", k, key)
 	}
 	meta["effect_key"] = key
 	req["metadata"] = meta
-	req["confirm"] = true
+	return req, nil
+}
+
+// formOf form-encodes a request: every field, nested objects as name[key]
+// and arrays as name[0].
+func formOf(req map[string]any) string {
 	var f form.Values
 	appendForm(&f, "", req)
-	return f.Encode(), nil
+	return f.Encode()
 }
 
 // appendForm adds v under name the way Stripe's form encoding nests values,

@@ -73,10 +73,11 @@ func TestRequestsValidateAgainstStripeMock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: key + ":compensate:" + p1.ChargeID, Charge: p1.ChargeID, Compensates: key}); err != nil {
+	part := reconcile.Money{Minor: 400000, Currency: "EUR"}
+	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: key + ":compensate:" + p1.ChargeID, Charge: p1.ChargeID, Amount: part, Compensates: key}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "run_8f3c1a:charge:1:compensate:" + p2.ChargeID, PaymentIntent: p2.ID, Compensates: "run_8f3c1a:charge:1"}); err != nil {
+	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "run_8f3c1a:charge:1:compensate:" + p2.ChargeID, PaymentIntent: p2.ID, Amount: p2.Amount, Compensates: "run_8f3c1a:charge:1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.FindPayment(ctx, key); err != nil {
@@ -85,15 +86,31 @@ func TestRequestsValidateAgainstStripeMock(t *testing.T) {
 	if _, err := c.FindRefund(ctx, p1.ChargeID, key+":compensate:"+p1.ChargeID); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.Payments()) + len(s.Refunds()); n != 4 {
-		t.Fatalf("sandbox made %d objects, want 4", n)
+	if m, err := c.FindRefund(ctx, p2.ID, "run_8f3c1a:charge:1:compensate:"+p2.ChargeID); err != nil || m == nil {
+		t.Fatalf("FindRefund by payment intent = %v, %v", m, err)
+	}
+	// Both retrievals list refunds too: each charge is refunded in part or in full.
+	if ch, err := c.RetrieveCharge(ctx, p1.ChargeID); err != nil || len(ch.Refunds) != 1 {
+		t.Fatalf("RetrieveCharge(%s) = %+v, %v", p1.ChargeID, ch, err)
+	}
+	if ch, err := c.RetrieveCharge(ctx, p2.ID); err != nil || len(ch.Refunds) != 1 {
+		t.Fatalf("RetrieveCharge(%s) = %+v, %v", p2.ID, ch, err)
+	}
+	// A recorded refund effect, redelivered with its currency and reason.
+	rk := "run_8f3c1a:refund:0"
+	if _, err := c.CreateRefund(ctx, rk, json.RawMessage(`{"charge": `+jsonText(p1.ChargeID)+`, "amount": 1000,
+		"currency": "eur", "reason": "requested_by_customer", "metadata": {"effect_key": `+jsonText(rk)+`}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Payments()) + len(s.Refunds()); n != 5 {
+		t.Fatalf("sandbox made %d objects, want 5", n)
 	}
 
 	rec.mu.Lock()
 	reqs := rec.reqs
 	rec.mu.Unlock()
-	if len(reqs) != 6 {
-		t.Fatalf("recorded %d requests, want 6", len(reqs))
+	if len(reqs) != 12 {
+		t.Fatalf("recorded %d requests, want 12", len(reqs))
 	}
 	for _, r := range reqs {
 		req, err := http.NewRequest(r.method, mock+r.uri, bytes.NewReader(r.body))
@@ -157,7 +174,9 @@ func startStripeMock(t *testing.T) string {
 	}
 	defer out.Close()
 	logged := func() string { b, _ := os.ReadFile(logPath); return strings.TrimSpace(string(b)) }
-	cmd := exec.Command(bin, "-http-addr", addr)
+	// stripe-mock also serves HTTPS, on :12112 unless told otherwise: a
+	// port of the system's choosing lets two test runs share the machine.
+	cmd := exec.Command(bin, "-http-addr", addr, "-https-addr", "127.0.0.1:")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)

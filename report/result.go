@@ -92,15 +92,16 @@ type Orphan struct {
 }
 
 // NeedsPerson reports whether the run found something a person must look
-// at: an escalated or mismatched effect, unexpected money, a refused
-// action, an orphan. It decides exit status 3.
+// at: an escalated or mismatched effect, unexpected money, an action
+// refused or escalated (a duplicated refund, a charge that did not check out
+// at the provider), an orphan. It decides exit status 3.
 func (r *Result) NeedsPerson() bool {
 	if r.Counts[string(reconcile.Mismatched)]+r.Counts[string(reconcile.Escalated)]+r.Counts[string(reconcile.Unexpected)] > 0 || len(r.Orphans) > 0 {
 		return true
 	}
 	for _, d := range r.Discrepancies {
 		for _, x := range d.Actions {
-			if x.Outcome == reconcile.OutcomeRefused {
+			if x.Kind == reconcile.Escalate || x.Outcome == reconcile.OutcomeRefused || x.Outcome == reconcile.OutcomeEscalated {
 				return true
 			}
 		}

@@ -24,6 +24,7 @@ type inputFlags struct {
 	adyenDefault string
 	mapping      string
 	s3PathStyle  bool
+	livemode     bool
 }
 
 func (f *inputFlags) add(cmd *cobra.Command) {
@@ -33,13 +34,15 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.adyenZones, "adyen-zone", nil, "IANA time zone of an Adyen merchant account, as ACCOUNT=ZONE (repeatable)")
 	fl.StringVar(&f.adyenDefault, "adyen-default-zone", "", "IANA time zone of Adyen merchant accounts not named by --adyen-zone")
 	fl.StringVar(&f.mapping, "mapping", "", "mapping file for --format csv (see docs/FORMATS.md)")
+	fl.BoolVar(&f.livemode, "livemode", true, "read Stripe's live events as evidence and ignore test-mode ones (\"livemode\": false); "+
+		"--livemode=false does the opposite, for a Stripe test account or the sandbox")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", os.Getenv("RECONCILE_S3_PATH_STYLE") == "true",
 		"address S3 buckets by path, as S3-compatible servers want (env RECONCILE_S3_PATH_STYLE=true); endpoint from AWS_ENDPOINT_URL_S3")
 }
 
 // options turns the flags into ingest options, or a usage error.
 func (f *inputFlags) options() (*ingest.Options, error) {
-	opt := &ingest.Options{Format: f.format}
+	opt := &ingest.Options{Format: f.format, StripeTestMode: !f.livemode}
 	var err error
 	if opt.StripeLocation, err = time.LoadLocation(f.stripeTZ); err != nil {
 		return nil, usageError("--stripe-tz %q: %v", f.stripeTZ, err)

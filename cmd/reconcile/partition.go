@@ -47,6 +47,7 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 		if err != nil {
 			m.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
 		}
+		e.Conflicts = part.Effects[i].Conflicts
 		in.Effects[i] = e
 		byKey[e.Key] = i
 	}

@@ -257,6 +257,7 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 			pin := in
 			for _, e := range part.Effects {
 				m, _ := matcher.FromLedger(&e.Effect)
+				m.Conflicts = e.Conflicts
 				pin.Effects = append(pin.Effects, m)
 			}
 			pin.Evidence = append(part.Evidence, part.Earlier...)

@@ -301,15 +301,19 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		return nil, err
 	}
 	ends := make(map[matcher.Coverage]time.Time, len(cover))
+	now := time.Now().UTC()
 	for _, c := range cover {
-		ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = c.End
+		// Evidence may run a few minutes ahead of this clock (a provider's
+		// clock skew), never the end of coverage: no report covers the future.
+		ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = minTime(c.End, now)
 	}
 	scope, cutoff := matcher.Window(ends, asOf, lag)
 	res.AsOf = coverageEnd(asOf, cutoff, lag)
 	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: pageFrom}, created: map[string]time.Time{}, log: a.log,
 		linked: func() { phase("link") }}
 	stopMatch := a.showProgress(func() string { return fmt.Sprintf("matching: partition %d of %d", m.done.Load(), m.count.Load()) })
-	sum, err := store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: runID, Sources: sourceIDs, Kinds: matcher.StepKinds()}, m.match)
+	sum, err := store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: runID, Sources: sourceIDs, Kinds: matcher.StepKinds(),
+		WebhookFormats: ingest.WebhookFormats()}, m.match)
 	stopMatch()
 	if err != nil {
 		return nil, err
@@ -451,6 +455,13 @@ func coverageEnd(asOf time.Time, cutoff map[string]time.Time, lag time.Duration)
 		return ""
 	}
 	return end.Format(time.RFC3339)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return b
+	}
+	return a
 }
 
 func newRunID(now time.Time) string {

@@ -191,6 +191,8 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
+	guard := rd.Guard(sink)
+	guard.Width = p.width
 	last := line
 	for n := 0; ; n++ {
 		if n%4096 == 0 {
@@ -204,7 +206,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		case errors.Is(err, io.EOF):
 			return nil
 		case pe != nil:
-			if err := sink.Reject(line, rd.Raw(), malformedReason(pe)); err != nil {
+			if err := guard.Reject(line, rd.Raw(), malformedReason(pe)); err != nil {
 				return err
 			}
 			last = pe.Line
@@ -216,7 +218,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		if blank(rec) {
 			continue
 		}
-		if err := p.row(rec, line, rd.Joined(), sink); err != nil {
+		if err := p.row(rec, line, rd.Joined(), guard); err != nil {
 			return err
 		}
 	}

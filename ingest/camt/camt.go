@@ -133,11 +133,11 @@ func (p *parser) fatal(err error) error {
 	switch {
 	case errors.As(err, &se):
 		if se.Msg == "unexpected EOF" {
-			return fmt.Errorf("line %d: document ends too early (truncated file?): %w", se.Line, err)
+			return fmt.Errorf("line %d: document ends too early (truncated, or still being written: run again when it is complete): %w", se.Line, err)
 		}
 		return fmt.Errorf("line %d: malformed XML: %w", se.Line, err)
 	case errors.Is(err, io.EOF):
-		return fmt.Errorf("line %d: document ends too early (truncated file?): %w", p.line, io.ErrUnexpectedEOF)
+		return fmt.Errorf("line %d: document ends too early (truncated, or still being written: run again when it is complete): %w", p.line, io.ErrUnexpectedEOF)
 	}
 	return fmt.Errorf("line %d: %w", p.line, err)
 }

@@ -368,7 +368,7 @@ func TestFatal(t *testing.T) {
 		{"other root", `<?xml version="1.0"?>` + "\n<Statement/>", "line 2: not a camt.053 document: root element <Statement>"},
 		{"other child", "<Document>\n<CstmrCdtTrfInitn/></Document>", "line 2: not a camt.053 document: <CstmrCdtTrfInitn> where <BkToCstmrStmt> was expected"},
 		{"no statement", "<Document>\n</Document>", "line 2: not a camt.053 document: <BkToCstmrStmt> missing"},
-		{"truncated", doc(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""))[:300], "line 4: document ends too early (truncated file?): XML syntax error on line 4: unexpected EOF"},
+		{"truncated", doc(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""))[:300], "line 4: document ends too early (truncated, or still being written: run again when it is complete): XML syntax error on line 4: unexpected EOF"},
 		{"mismatched tags", doc("<Ntry><Amt>1</Ntry>"), "line 4: malformed XML: XML syntax error on line 4: element <Amt> closed by </Ntry>"},
 		{"encoding", `<?xml version="1.0" encoding="UTF-16"?><Document/>`, `line 1: unsupported XML encoding "UTF-16" (convert the file to UTF-8)`},
 	}

@@ -137,6 +137,9 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err := p.header(); err != nil {
 		return err
 	}
+	guard := tr.Guard(sink)
+	guard.Width = p.fields
+	p.sink = guard
 	for n := 1; ; n++ {
 		if n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -148,7 +151,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 			return nil
 		}
 		if pe := tabular.Malformed(err); pe != nil {
-			if err := sink.Reject(line+p.offset, tr.Raw(), fmt.Sprintf("malformed CSV at character %d: %v", pe.Column, pe.Err)); err != nil {
+			if err := p.sink.Reject(line+p.offset, tr.Raw(), fmt.Sprintf("malformed CSV at character %d: %v", pe.Column, pe.Err)); err != nil {
 				return err
 			}
 			continue

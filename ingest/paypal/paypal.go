@@ -67,7 +67,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	p := &parser{sink: sink, report: newScope(), file: newScope()}
+	p := &parser{sink: rd.Guard(sink), report: newScope(), file: newScope()}
 	last := 0
 	for n := 0; ; n++ {
 		if n%4096 == 0 {
@@ -79,7 +79,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		pe := tabular.Malformed(err)
 		switch {
 		case errors.Is(err, io.EOF):
-			return p.finish(last)
+			return cut(rd, p.finish(last))
 		case pe != nil && last > 0:
 			if err := p.unreadable(pe, rd.Raw()); err != nil {
 				return err
@@ -97,9 +97,19 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		first := last == 0
 		last = line
 		if err := p.row(rec, line, rd.Joined(), first); err != nil {
-			return err
+			return cut(rd, err)
 		}
 	}
+}
+
+// cut says of a broken structure found on an input's last line, or at
+// its end, that the line has no terminator when it has none: the file may
+// be incomplete because it is still being written, not corrupt.
+func cut(rd *tabular.Reader, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return rd.Cut(err)
+	}
+	return err
 }
 
 // flow is the credits and debits in one currency, in STL units.

@@ -4,17 +4,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"reconcile"
+	"reconcile/ingest/tabular"
 )
 
-// EventsOptions configures ParseEvents. It has no settings yet; the zero
-// value is the one to pass.
-type EventsOptions struct{}
+// EventsOptions configures ParseEvents. The zero value reads live events.
+type EventsOptions struct {
+	// TestMode takes the events of Stripe's test mode ("livemode": false)
+	// as evidence and ignores live ones, rather than the other way round.
+	TestMode bool
+}
 
 // event is a Stripe Event object, or a webhook log's wrapper around one
 // ({"received_at": ..., "body": ...}), as far as we read it. data.object is
@@ -34,6 +39,9 @@ type event struct {
 	} `json:"data"`
 	Request request         `json:"request"`
 	Body    json.RawMessage `json:"body"`
+	// Livemode is false for the events of Stripe's test mode, nil when
+	// the event does not say.
+	Livemode *bool `json:"livemode"`
 
 	// body is the text of Body, which is where decodeEvent reads it.
 	body string
@@ -249,6 +257,11 @@ type eventParser struct {
 	sink       reconcile.RowSink
 	seen       map[string]int    // event id → line first seen
 	currencies map[string]string // currency as written → its code, for those that passed
+	testMode   bool              // read test-mode events, not live ones
+	// cut says that the JSON Lines line being read ends the input without
+	// a line terminator: an event on it must not be rejected, as it may be
+	// cut off (see tabular.CutError).
+	cut bool
 }
 
 // rejection is a row-level problem: the row is rejected with its text.
@@ -263,6 +276,8 @@ func (p *eventParser) value(line int, raw string) error {
 	evs, ignore, err := p.outcome(line, raw)
 	var rej rejection
 	switch {
+	case errors.As(err, &rej) && p.cut:
+		return cutEvent(line, raw, rej)
 	case errors.As(err, &rej):
 		return p.sink.Reject(line, raw, string(rej))
 	case err != nil:
@@ -278,12 +293,31 @@ func (p *eventParser) value(line int, raw string) error {
 	return nil
 }
 
+// cutEvent is the error for the event on the unterminated last line of a
+// dump, which the parser rejects: JSON that ends too early is cut off.
+func cutEvent(line int, raw string, rej rejection) error {
+	what := "the last line has no line terminator and its event is rejected (" + string(rej) + ")"
+	if err := json.NewDecoder(strings.NewReader(raw)).Decode(new(json.RawMessage)); errors.Is(err, io.ErrUnexpectedEOF) {
+		what = "the last line is cut in the middle of an event (no line terminator, incomplete JSON)"
+	}
+	return &tabular.CutError{Line: line, What: what}
+}
+
 // outcome decodes one value: the evidence it gives, or why it is ignored,
 // or a rejection.
 func (p *eventParser) outcome(line int, raw string) ([]*reconcile.Evidence, string, error) {
 	ev, err := decodeEvent(raw)
 	if err != nil {
 		return nil, "", err
+	}
+	// Stripe says livemode on every event: one that does not was written
+	// by hand, and is taken for live, as an API call is unless told
+	// otherwise.
+	if live := ev.Livemode == nil || *ev.Livemode; live == p.testMode {
+		if live {
+			return nil, "live event (livemode true); this run reads test-mode events (--livemode=false)", nil
+		}
+		return nil, "test-mode event (livemode false); this run reads live events (--livemode=false reads test mode)", nil
 	}
 	if first, ok := p.seen[ev.ID]; ok {
 		return nil, fmt.Sprintf("duplicate of event %s (line %d)", ev.ID, first), nil
@@ -458,6 +492,9 @@ func (d *jsonScan) event(ev *event) {
 		case "body":
 			d.once(&seen, 6)
 			ev.body = d.value()
+		case "livemode":
+			d.once(&seen, 7)
+			ev.Livemode = d.boolean()
 		default:
 			d.other(key)
 		}

@@ -56,7 +56,7 @@ func ParseEvents(ctx context.Context, r io.Reader, opt EventsOptions, sink recon
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	p := &eventParser{sink: sink, seen: map[string]int{}, currencies: map[string]string{}}
+	p := &eventParser{sink: sink, seen: map[string]int{}, currencies: map[string]string{}, testMode: opt.TestMode}
 	start := bytes.TrimLeft(head, " \t\r\n")
 	if len(start) == 0 {
 		if len(head) < br.Size() {
@@ -82,6 +82,7 @@ func ParseEvents(ctx context.Context, r io.Reader, opt EventsOptions, sink recon
 func (p *eventParser) lines(ctx context.Context, r io.Reader) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	sc.Split(p.splitLines)
 	line, rows := 0, 0
 	for sc.Scan() {
 		line++
@@ -104,6 +105,15 @@ func (p *eventParser) lines(ctx context.Context, r io.Reader) error {
 		return fmt.Errorf("line %d: %w", line+1, err)
 	}
 	return nil
+}
+
+// splitLines is bufio.ScanLines, noting whether the line it gives ends the
+// input without a line terminator: the last line of a dump that may still
+// be being written.
+func (p *eventParser) splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	n, line, err := bufio.ScanLines(data, atEOF)
+	p.cut = line != nil && (n == 0 || data[n-1] != '\n')
+	return n, line, err
 }
 
 // stream reads a JSON array of events, or events one after another, with a

@@ -175,6 +175,8 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 		return fmt.Errorf("line %d: %w", line, err)
 	}
 	p := itemizedParser{cols: cols, loc: loc, sep: sep, currencies: reconcile.Currencies{Provider: provider}}
+	guard := rd.Guard(sink)
+	guard.Width = cols.width
 	last := line
 	for rows := 0; ; rows++ {
 		if err := cancelled(ctx, rows); err != nil {
@@ -188,7 +190,7 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 			// The reason says where the quoting went wrong; Raw is the
 			// text that was read as the record.
 			reason := fmt.Sprintf("malformed CSV quoting at line %d, column %d: %v", pe.Line, pe.Column, pe.Err)
-			if err := sink.Reject(line, rd.Raw(), reason); err != nil {
+			if err := guard.Reject(line, rd.Raw(), reason); err != nil {
 				return err
 			}
 			last = pe.Line
@@ -198,7 +200,7 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 			return fmt.Errorf("line %d: %w", last+1, err)
 		}
 		last = line
-		if err := p.row(rec, line, rd.Joined(), sink); err != nil {
+		if err := p.row(rec, line, rd.Joined(), guard); err != nil {
 			return err
 		}
 	}

@@ -372,7 +372,7 @@ func TestSinkErrorStopsTheParse(t *testing.T) {
 	if err := ParseItemized(context.Background(), strings.NewReader(data), ItemizedOptions{}, &ingesttest.FailingSink{}); !errors.Is(err, ingesttest.ErrSink) {
 		t.Errorf("ParseItemized = %v, want %v", err, ingesttest.ErrSink)
 	}
-	if err := ParseEvents(context.Background(), strings.NewReader(`{"x":1}`), EventsOptions{}, &ingesttest.FailingSink{}); !errors.Is(err, ingesttest.ErrSink) {
+	if err := ParseEvents(context.Background(), strings.NewReader(`{"x":1}`+"\n"), EventsOptions{}, &ingesttest.FailingSink{}); !errors.Is(err, ingesttest.ErrSink) {
 		t.Errorf("ParseEvents = %v, want %v", err, ingesttest.ErrSink)
 	}
 }

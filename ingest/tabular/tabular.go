@@ -38,6 +38,9 @@ type Reader struct {
 	c       byte   // Comma when it is a single byte, else 0
 	bad     error  // not nil when Comma cannot be a delimiter
 	numLine int    // lines read so far
+	// cut says that the record last read ends the input without a line
+	// end, and open that it ends inside a quoted field (see Guard).
+	cut, open bool
 
 	rec   []string
 	raw   string
@@ -157,7 +160,7 @@ func Sniff(head []byte) rune {
 // it, after which reading goes on with the next line; Raw then gives the
 // text that was read as that record.
 func (r *Reader) Read() (rec []string, line int, err error) {
-	r.raw, r.rawb, r.ok, r.shape, r.same, r.jok = "", nil, false, shapePlain, false, false
+	r.raw, r.rawb, r.ok, r.shape, r.same, r.jok, r.open = "", nil, false, shapePlain, false, false, false
 	if r.bad != nil {
 		return nil, 0, r.bad
 	}
@@ -303,6 +306,7 @@ func (r *Reader) readLine() (line []byte, n int, nl bool, err error) {
 	}
 	r.numLine++
 	n = len(line)
+	r.cut = line[n-1] != '\n'
 	if line[n-1] == '\n' {
 		nl = true
 		n--
@@ -731,6 +735,7 @@ parse:
 			}
 			if len(line) == 0 && !nl {
 				// The input ends inside the quotes.
+				r.open = true
 				perr = &csv.ParseError{StartLine: recLine, Line: pos.line, Column: pos.col, Err: csv.ErrQuote}
 				break parse
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +48,8 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, strs: map[string]string{}}
+	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
+		strs: map[string]string{}}
 	sum, err := m.run(ctx, s, match)
 	if err != nil {
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
@@ -61,6 +63,10 @@ type matching struct {
 	p    *ledgerdb.MatchParams
 	now  time.Time
 	uris map[int64]string  // source id → URI, of every source a record comes from
+	hook map[int64]bool    // the sources whose records are webhook events
+	// conflict gives the effects named by transactions in conflict, with
+	// those transactions' ids.
+	conflict map[string][]string
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// effects and records are how many the run has in all.
 	effects, records int
@@ -238,6 +244,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
+	if err := m.conflicts(ctx, tx(matchConflicts), sources, linkKinds, charge); err != nil {
+		return err
+	}
 	if err := exec(tx(matchPartKeys), sources, linkKinds, charge); err != nil {
 		return err
 	}
@@ -245,28 +254,51 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	// The sources the records come from, and how many there are of each.
-	rows, err := m.conn.Query(ctx, `SELECT r.source_id, s.uri, r.n FROM (SELECT source_id, count(*) AS n FROM m_part GROUP BY source_id) r
+	rows, err := m.conn.Query(ctx, `SELECT r.source_id, s.uri, s.format, r.n FROM (SELECT source_id, count(*) AS n FROM m_part GROUP BY source_id) r
 		JOIN source s ON s.id = r.source_id`)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var (
-			id  int64
-			uri string
-			n   int
+			id          int64
+			uri, format string
+			n           int
 		)
-		if err := rows.Scan(&id, &uri, &n); err != nil {
+		if err := rows.Scan(&id, &uri, &format, &n); err != nil {
 			rows.Close()
 			return err
 		}
 		m.uris[id] = uri
+		m.hook[id] = slices.Contains(m.p.WebhookFormats, format)
 		sum.Records += n
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	return m.conn.QueryRow(ctx, `SELECT count(*) FROM m_eff`).Scan(&sum.Effects)
+}
+
+// conflicts reads which effects in scope are named by a transaction whose
+// records name two of them: few, and none on most nights.
+func (m *matching) conflicts(ctx context.Context, sql string, args ...any) error {
+	var any bool
+	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_tx WHERE link <> link_hi)`).Scan(&any); err != nil || !any {
+		return err
+	}
+	rows, err := m.conn.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, tid string
+		if err := rows.Scan(&key, &tid); err != nil {
+			return err
+		}
+		m.conflict[key] = append(m.conflict[key], tid)
+	}
+	return rows.Err()
 }
 
 // read fills part with the effects and records whose keys fall in
@@ -312,6 +344,7 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 		if e.State == "" {
 			r.fresh[e.Key] = true
 		}
+		e.Conflicts = m.conflict[e.Key]
 		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -339,7 +372,7 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 		if occurred != nil {
 			e.Time = occurred.UTC()
 		}
-		e.URI = m.uris[source]
+		e.URI, e.Webhook = m.uris[source], m.hook[source]
 		if mine {
 			part.Evidence = append(part.Evidence, e)
 		} else {

@@ -95,7 +95,7 @@ ORDER BY r.provider, r.payment_intent, s.uri COLLATE "C", r.line, r.tx_id COLLAT
 	// provider whose step makes its kind. It keeps the payment intent and
 	// parent ids its records name, for the links by id.
 	matchTransactions = `CREATE TEMP TABLE m_tx AS
-SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own, min(e.key COLLATE "C") AS link,
+SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own, min(e.key COLLATE "C") AS link, max(e.key COLLATE "C") AS link_hi,
   min(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi,
   max(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi_hi,
   min(r.parent_tx_id COLLATE "C") FILTER (WHERE r.parent_tx_id <> '') COLLATE "default" AS parent,
@@ -103,6 +103,14 @@ SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own, min
 FROM ` + matchRecords + matchTxOf + `
 LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
 GROUP BY 1, 2, 3, 4`
+
+	// matchConflicts lists, for each transaction whose records name two
+	// effects in scope by key, those effects: whichever partition holds
+	// the transaction, the matcher defers them all.
+	matchConflicts = `SELECT DISTINCT e.key, t.tid FROM ` + matchRecords + matchTxOf + `
+JOIN m_tx t ON t.provider = r.provider AND t.kind = r.kind AND t.tid = ` + matchTid + ` AND t.own = ` + matchOwn + `
+JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
+WHERE t.link <> t.link_hi`
 
 	// matchFirstIDs settles, for the rare transaction whose records name
 	// different payment intents or parents, the one the matcher links by:

@@ -19,6 +19,12 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+// Grants is the SQL an administrator runs after Migrate to give the job's
+// role, reconcile, what it needs and no more (README, "Deployment").
+//
+//go:embed grants.sql
+var Grants string
+
 func migrations() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"reconcile"
@@ -47,7 +48,8 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 		return nil, err
 	}
 	defer conn.Close()
-	m := &matching{conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, strs: map[string]string{}}
+	m := &matching{conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
+		strs: map[string]string{}}
 	defer conn.ExecContext(context.WithoutCancel(ctx), matchTeardown)
 	sum, err := m.run(ctx, match)
 	if err != nil {
@@ -62,6 +64,10 @@ type matching struct {
 	p    *ledgerdb.MatchParams
 	now  string
 	uris map[int64]string  // source id → URI, of every source a record comes from
+	hook map[int64]bool    // the sources whose records are webhook events
+	// conflict gives the effects named by transactions in conflict, with
+	// those transactions' ids.
+	conflict map[string][]string
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// effects and records are how many the run has in all.
 	effects, records int
@@ -149,7 +155,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		}
 	}
 	// One pass over the records counts them and names their sources.
-	rows, err := m.conn.QueryContext(ctx, `SELECT r.source_id, s.uri, r.n, r.intent_only FROM (SELECT source_id, count(*) AS n,
+	rows, err := m.conn.QueryContext(ctx, `SELECT r.source_id, s.uri, s.format, r.n, r.intent_only FROM (SELECT source_id, count(*) AS n,
 		count(*) FILTER (WHERE kind = ? AND tx_id = '' AND payment_intent <> '') AS intent_only FROM m_rec GROUP BY source_id) r
 		JOIN source s ON s.id = r.source_id`, string(reconcile.KindCharge))
 	if err != nil {
@@ -158,15 +164,16 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	intentOnly := 0
 	for rows.Next() {
 		var (
-			id     int64
-			uri    string
-			n, ion int
+			id          int64
+			uri, format string
+			n, ion      int
 		)
-		if err := rows.Scan(&id, &uri, &n, &ion); err != nil {
+		if err := rows.Scan(&id, &uri, &format, &n, &ion); err != nil {
 			rows.Close()
 			return err
 		}
 		m.uris[id] = uri
+		m.hook[id] = slices.Contains(m.p.WebhookFormats, format)
 		sum.Records += n
 		intentOnly += ion
 	}
@@ -179,6 +186,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		}
 	}
 	if err := exec(matchTransactions); err != nil {
+		return err
+	}
+	if err := m.conflicts(ctx); err != nil {
 		return err
 	}
 	var unlinked, ambiguous int
@@ -200,6 +210,28 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	return m.conn.QueryRowContext(ctx, `SELECT count(*) FROM m_eff`).Scan(&sum.Effects)
+}
+
+// conflicts reads which effects in scope are named by a transaction whose
+// records name two of them: few, and none on most nights.
+func (m *matching) conflicts(ctx context.Context) error {
+	var any bool
+	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM m_tx WHERE link <> link_hi)`).Scan(&any); err != nil || !any {
+		return err
+	}
+	rows, err := m.conn.QueryContext(ctx, matchConflicts)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, tid string
+		if err := rows.Scan(&key, &tid); err != nil {
+			return err
+		}
+		m.conflict[key] = append(m.conflict[key], tid)
+	}
+	return rows.Err()
 }
 
 // read fills part with the effects and records whose keys fall in
@@ -245,6 +277,7 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 			return err
 		}
 		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
+		e.Conflicts = m.conflict[e.Key]
 		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -272,7 +305,7 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 		if e.Time, err = parseTS(occurred); err != nil {
 			return err
 		}
-		e.URI = m.uris[source]
+		e.URI, e.Webhook = m.uris[source], m.hook[source]
 		if mine {
 			part.Evidence = append(part.Evidence, e)
 		} else {

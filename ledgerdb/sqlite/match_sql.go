@@ -62,11 +62,19 @@ AND ev.source_id NOT IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT
 WHERE r.kind = ?1 AND r.tx_id = '' AND r.provider = c.provider AND r.payment_intent = c.payment_intent`
 
 	matchTransactions = `CREATE TEMP TABLE m_tx AS
-SELECT r.provider, r.kind, r.tid, r.own, min(e.key) AS link,
+SELECT r.provider, r.kind, r.tid, r.own, min(e.key) AS link, max(e.key) AS link_hi,
   min(r.payment_intent) FILTER (WHERE r.payment_intent <> '') AS pi, max(r.payment_intent) FILTER (WHERE r.payment_intent <> '') AS pi_hi,
   min(r.parent_tx_id) FILTER (WHERE r.parent_tx_id <> '') AS parent, max(r.parent_tx_id) FILTER (WHERE r.parent_tx_id <> '') AS parent_hi
 FROM m_rec r LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
 GROUP BY r.provider, r.kind, r.tid, r.own`
+
+	// matchConflicts lists, for each transaction whose records name two
+	// effects in scope by key, those effects: whichever partition holds
+	// the transaction, the matcher defers them all.
+	matchConflicts = `SELECT DISTINCT e.key, t.tid FROM m_tx t
+JOIN m_rec r ON r.tid = t.tid AND r.provider = t.provider AND r.kind = t.kind AND r.own = t.own
+JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
+WHERE t.link <> t.link_hi`
 
 	matchFirstIDs = `UPDATE m_tx AS t SET pi = f.pi FROM (
   SELECT provider, kind, tid, pi FROM (

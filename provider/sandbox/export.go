@@ -40,7 +40,7 @@ func (s *Server) event(typ string, at time.Time, obj any, reqID, key string) {
 		PendingWebhooks int     `json:"pending_webhooks"`
 		Request         request `json:"request"`
 		Type            string  `json:"type"`
-	}{ID: newID("evt_"), Object: "event", APIVersion: apiVersion, Created: at.Unix(),
+	}{ID: newID("evt_"), Object: "event", APIVersion: apiVersion, Created: at.Unix(), Livemode: s.livemode,
 		PendingWebhooks: 1, Request: request{ID: reqID, IdempotencyKey: idem}, Type: typ}
 	ev.Data.Object = obj
 	b, err := json.Marshal(ev)

@@ -51,8 +51,8 @@ type seen struct {
 // activity makes payments in a two-, a zero- and a three-decimal currency,
 // a partial refund that compensates one and a full refund of another, and
 // returns what the exports must describe.
-func activity(t *testing.T) (*sandbox.Server, string, []seen) {
-	s, base := start(t, sandbox.Options{})
+func activity(t *testing.T, opt sandbox.Options) (*sandbox.Server, string, []seen) {
+	s, base := start(t, opt)
 	eur := charge("1420", "EUR", "run_1:charge:0")
 	eur.Set("description", "Order 1001, two items")
 	eur.Set("customer", "cus_1")
@@ -81,7 +81,7 @@ func activity(t *testing.T) (*sandbox.Server, string, []seen) {
 }
 
 func TestExportItemizedParsesAsAStripeReport(t *testing.T) {
-	s, base, want := activity(t)
+	s, base, want := activity(t, sandbox.Options{})
 	var buf bytes.Buffer
 	if err := s.ExportItemized(&buf); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,17 @@ func TestExportItemizedParsesAsAStripeReport(t *testing.T) {
 }
 
 func TestExportEventsParsesAsAWebhookDump(t *testing.T) {
-	s, base, want := activity(t)
+	for _, live := range []bool{false, true} {
+		t.Run(map[bool]string{false: "test mode", true: "live mode"}[live], func(t *testing.T) {
+			testExportEvents(t, live)
+		})
+	}
+}
+
+// testExportEvents checks a dump of events against what the sandbox did,
+// read as the events of the mode the sandbox is in.
+func testExportEvents(t *testing.T, live bool) {
+	s, base, want := activity(t, sandbox.Options{Livemode: live})
 	resp, err := http.Get(base + "/_sandbox/export/events")
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +142,16 @@ func TestExportEventsParsesAsAWebhookDump(t *testing.T) {
 	if !stripeingest.DetectEvents("sandbox.events.jsonl", dump) {
 		t.Errorf("the dump is not detected as webhook events")
 	}
+	// Read in the other mode, every event is ignored: each says its own.
+	var other sink
+	if err := stripeingest.ParseEvents(context.Background(), bytes.NewReader(dump), stripeingest.EventsOptions{TestMode: live}, &other); err != nil {
+		t.Fatal(err)
+	}
+	if len(other.evidence) > 0 || len(other.ignored) != strings.Count(string(dump), "\n") {
+		t.Errorf("read as the other mode: %d evidence, %d ignored, want every event ignored", len(other.evidence), len(other.ignored))
+	}
 	var got sink
-	if err := stripeingest.ParseEvents(context.Background(), bytes.NewReader(dump), stripeingest.EventsOptions{}, &got); err != nil {
+	if err := stripeingest.ParseEvents(context.Background(), bytes.NewReader(dump), stripeingest.EventsOptions{TestMode: !live}, &got); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.rejected) > 0 || len(got.ignored) > 0 {

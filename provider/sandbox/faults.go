@@ -14,6 +14,7 @@ import (
 const (
 	OpCreatePaymentIntent = "create_payment_intent"
 	OpGetPaymentIntent    = "get_payment_intent"
+	OpGetCharge           = "get_charge"
 	OpSearch              = "search"
 	OpRefund              = "refund"
 	OpListRefunds         = "list_refunds"
@@ -40,7 +41,7 @@ const (
 )
 
 var (
-	faultOps   = []string{"", OpCreatePaymentIntent, OpGetPaymentIntent, OpSearch, OpRefund, OpListRefunds}
+	faultOps   = []string{"", OpCreatePaymentIntent, OpGetPaymentIntent, OpGetCharge, OpSearch, OpRefund, OpListRefunds}
 	faultKinds = []string{FaultLatency, FaultError500, FaultRateLimit, FaultDropAfter, FaultHang, FaultUnavailable}
 )
 

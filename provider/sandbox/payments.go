@@ -32,8 +32,11 @@ type Payment struct {
 // payment is a Payment and what the sandbox keeps alongside it.
 type payment struct {
 	Payment
-	txn     string    // the charge's balance transaction
-	refunds []*refund // oldest first
+	txn string // the charge's balance transaction
+	// chargeMeta is the charge's metadata: the intent's, copied once when
+	// it was confirmed, as Stripe does.
+	chargeMeta map[string]string
+	refunds    []*refund // oldest first
 }
 
 // declinedMethods are Stripe's test payment methods whose charge is
@@ -96,6 +99,7 @@ func (s *Server) createPaymentIntent(r *http.Request, form url.Values, key, reqI
 		p.Status = "succeeded"
 		p.ChargeID = newID("ch_")
 		p.txn = newID("txn_")
+		p.chargeMeta = maps.Clone(p.Metadata)
 		s.charges[p.ChargeID] = p
 		s.event("payment_intent.succeeded", now, s.intentObject(p), reqID, key)
 		s.event("charge.succeeded", now, s.chargeObject(p), reqID, key)
@@ -103,15 +107,24 @@ func (s *Server) createPaymentIntent(r *http.Request, form url.Values, key, reqI
 	return ok(s.intentObject(p), true)
 }
 
-// getPaymentIntent is GET /v1/payment_intents/{id}.
+// getPaymentIntent is GET /v1/payment_intents/{id}, with its latest charge
+// inline when asked with expand[]=latest_charge.
 func (s *Server) getPaymentIntent(r *http.Request, form url.Values, key, reqID string) response {
+	expand, resp, bad := expansions(form, "latest_charge")
+	if bad {
+		return resp
+	}
 	id := r.PathValue("id")
 	p := s.intents[id]
 	if p == nil {
 		return errorResponse(http.StatusNotFound, apiError{Type: "invalid_request_error", Code: "resource_missing",
 			Param: "intent", Message: "No such payment_intent: '" + id + "'"}, false)
 	}
-	return ok(s.intentObject(p), false)
+	o := s.intentObject(p)
+	if expand["latest_charge"] && p.ChargeID != "" {
+		o.LatestCharge = s.chargeObject(p)
+	}
+	return ok(o, false)
 }
 
 // searchPaymentIntents is GET /v1/payment_intents/search, newest first,
@@ -171,7 +184,7 @@ type intentObject struct {
 	Currency           string            `json:"currency"`
 	Customer           *string           `json:"customer"`
 	Description        *string           `json:"description"`
-	LatestCharge       *string           `json:"latest_charge"`
+	LatestCharge       any               `json:"latest_charge"` // nil, the ch_ id or the chargeObject
 	Livemode           bool              `json:"livemode"`
 	Metadata           map[string]string `json:"metadata"`
 	PaymentMethod      *string           `json:"payment_method"`
@@ -193,10 +206,11 @@ func (s *Server) intentObject(p *payment) intentObject {
 		Metadata:           p.Metadata,
 		PaymentMethod:      param(p.Params, "payment_method"),
 		PaymentMethodTypes: []string{"card"},
+		Livemode:           s.livemode,
 		Status:             p.Status,
 	}
 	if p.ChargeID != "" {
-		o.AmountReceived, o.LatestCharge = p.Amount, &p.ChargeID
+		o.AmountReceived, o.LatestCharge = p.Amount, p.ChargeID
 	}
 	return o
 }
@@ -217,7 +231,7 @@ type chargeObject struct {
 	Livemode           bool              `json:"livemode"`
 	Metadata           map[string]string `json:"metadata"`
 	Paid               bool              `json:"paid"`
-	PaymentIntent      string            `json:"payment_intent"`
+	PaymentIntent      any               `json:"payment_intent"` // the pi_ id or the intentObject
 	Refunded           bool              `json:"refunded"`
 	Refunds            refundList        `json:"refunds"`
 	Status             string            `json:"status"`
@@ -236,7 +250,8 @@ func (s *Server) chargeObject(p *payment) chargeObject {
 		Currency:           p.Currency,
 		Customer:           param(p.Params, "customer"),
 		Description:        param(p.Params, "description"),
-		Metadata:           p.Metadata,
+		Livemode:           s.livemode,
+		Metadata:           p.chargeMeta,
 		Paid:               true,
 		PaymentIntent:      p.ID,
 		Refunded:           p.Refunded == p.Amount,

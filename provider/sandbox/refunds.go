@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -14,13 +16,15 @@ type Refund struct {
 	ID            string // re_…
 	Charge        string // the refunded charge, ch_…
 	PaymentIntent string // the refunded charge's payment intent, pi_…
-	Key           string // the Idempotency-Key it was created under
+	Key           string // the Idempotency-Key it was created under; empty without one (by hand)
 	Amount        int64  // minor units, positive
 	Currency      string // lower case
 	Status        string // succeeded
 	Reason        string
 	Metadata      map[string]string
-	Created       time.Time
+	// Params holds every form parameter of the request that created it.
+	Params  url.Values
+	Created time.Time
 }
 
 // refund is a Refund and what the sandbox keeps alongside it.
@@ -40,8 +44,39 @@ func (s *Server) Refunds() []Refund {
 	for i, rf := range s.refunds {
 		out[i] = rf.Refund
 		out[i].Metadata = maps.Clone(rf.Metadata)
+		out[i].Params = url.Values(maps.Clone(map[string][]string(rf.Params)))
 	}
 	return out
+}
+
+// RefundByHand refunds amount of a charge (0: what is left of it) the way
+// a person does in Stripe's dashboard: without an idempotency key or
+// metadata. It is a test and demo aid for a refund nobody's ledger
+// recorded; it answers Stripe's refusals (a charge already refunded, an
+// amount beyond what is left) as errors. It counts in Requests, as the
+// dashboard's own request would.
+func (s *Server) RefundByHand(charge string, amount int64) (Refund, error) {
+	if amount < 0 {
+		return Refund{}, fmt.Errorf("refund amount %d is negative", amount)
+	}
+	form := url.Values{"charge": {charge}}
+	if amount > 0 {
+		form.Set("amount", strconv.FormatInt(amount, 10))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := s.createRefund(nil, form, "", newID("req_"))
+	if resp.status != http.StatusOK {
+		var e struct {
+			Error apiError `json:"error"`
+		}
+		json.Unmarshal(resp.body, &e)
+		return Refund{}, fmt.Errorf("refund of %s: %s", charge, e.Error.Message)
+	}
+	rf := s.refunds[len(s.refunds)-1].Refund
+	rf.Metadata = maps.Clone(rf.Metadata)
+	rf.Params = url.Values(maps.Clone(map[string][]string(rf.Params)))
+	return rf, nil
 }
 
 // createRefund is POST /v1/refunds: a refund of a charge, named by itself
@@ -81,6 +116,7 @@ func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID strin
 		Status:        "succeeded",
 		Reason:        reason,
 		Metadata:      metadata(form),
+		Params:        url.Values(maps.Clone(map[string][]string(form))),
 		Created:       now,
 	}, txn: newID("txn_")}
 	p.Refunded += amount

@@ -1,8 +1,8 @@
 // Package sandbox is a stateful server for the subset of Stripe's API that
-// reconcile calls: payment intents (create, retrieve, search) and refunds
-// (create, list), with Stripe's idempotency semantics, keys that expire,
-// injected faults, and exports of what it did in the formats Stripe's own
-// reports and webhook dumps take.
+// reconcile calls: payment intents (create, retrieve, search), charges
+// (retrieve) and refunds (create, list), with Stripe's idempotency
+// semantics, keys that expire, injected faults, and exports of what it did
+// in the formats Stripe's own reports and webhook dumps take.
 //
 // It is a test and demo tool, not a mock: what it answers follows from what
 // it was asked before, so a test can check what a client really made.
@@ -27,14 +27,19 @@ type Options struct {
 	KeyTTL time.Duration
 	// Now is the server's clock; nil means time.Now.
 	Now func() time.Time
+	// Livemode is what every payment intent, charge and webhook event says
+	// in its livemode field. The zero value is test mode, as Stripe's test
+	// keys get.
+	Livemode bool
 }
 
 // Server is the sandbox: an http.Handler that keeps payment intents, charges
 // and refunds in memory. It is safe for concurrent use.
 type Server struct {
-	ttl time.Duration
-	now func() time.Time
-	mux *http.ServeMux
+	ttl      time.Duration
+	now      func() time.Time
+	livemode bool
+	mux      *http.ServeMux
 
 	mu       sync.Mutex
 	payments []*payment          // in the order they were made
@@ -50,12 +55,13 @@ type Server struct {
 // New returns an empty sandbox.
 func New(opt Options) *Server {
 	s := &Server{
-		ttl:     opt.KeyTTL,
-		now:     opt.Now,
-		mux:     http.NewServeMux(),
-		intents: map[string]*payment{},
-		charges: map[string]*payment{},
-		keys:    map[string]*keyEntry{},
+		ttl:      opt.KeyTTL,
+		now:      opt.Now,
+		livemode: opt.Livemode,
+		mux:      http.NewServeMux(),
+		intents:  map[string]*payment{},
+		charges:  map[string]*payment{},
+		keys:     map[string]*keyEntry{},
 	}
 	if s.ttl <= 0 {
 		s.ttl = 24 * time.Hour
@@ -66,6 +72,7 @@ func New(opt Options) *Server {
 	s.mux.HandleFunc("POST /v1/payment_intents", s.serve(OpCreatePaymentIntent, (*Server).createPaymentIntent))
 	s.mux.HandleFunc("GET /v1/payment_intents/search", s.serve(OpSearch, (*Server).searchPaymentIntents))
 	s.mux.HandleFunc("GET /v1/payment_intents/{id}", s.serve(OpGetPaymentIntent, (*Server).getPaymentIntent))
+	s.mux.HandleFunc("GET /v1/charges/{id}", s.serve(OpGetCharge, (*Server).getCharge))
 	s.mux.HandleFunc("POST /v1/refunds", s.serve(OpRefund, (*Server).createRefund))
 	s.mux.HandleFunc("GET /v1/refunds", s.serve(OpListRefunds, (*Server).listRefunds))
 	s.mux.HandleFunc("POST /_sandbox/faults", s.postFaults)

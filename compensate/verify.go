@@ -1,0 +1,161 @@
+package compensate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"reconcile"
+)
+
+// verify asks the provider, before a refund, whether the file's word holds:
+// the transaction to refund exists, is ours (its metadata names the effect,
+// or it belongs to the effect's payment intent), is not the one kept, moved
+// the planned amount, succeeded and is not refunded; and the transaction
+// kept exists and is ours too. It returns the refund's id when the charge is
+// refunded in full already, or in words what does not check out. err is a
+// retrieval that failed: nothing is known.
+func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect) (refunded, problem string, err error) {
+	kept := keptOf(d)
+	if kept == nil {
+		return "", "the finding names no transaction to keep", nil
+	}
+	k, problem, err := r.retrieve(ctx, kept.ID, parent)
+	if err != nil || problem != "" {
+		if problem != "" {
+			problem = "the transaction kept, " + problem
+		}
+		return "", problem, err
+	}
+	c, problem, err := r.retrieve(ctx, x.Target, parent)
+	switch {
+	case err != nil || problem != "":
+		return "", problem, err
+	case c.ID == k.ID:
+		return "", fmt.Sprintf("%s is the charge kept (%s)", x.Target, kept.ID), nil
+	case c.Amount.Minor != x.Amount.Minor || !strings.EqualFold(c.Amount.Currency, x.Amount.Currency):
+		return "", fmt.Sprintf("%s moved %s at the provider, not the %s planned", c.ID, c.Amount, x.Amount), nil
+	case c.Status != "succeeded":
+		return "", fmt.Sprintf("%s is %s at the provider", c.ID, c.Status), nil
+	case c.Refunded >= c.Amount.Minor && c.Amount.Minor > 0:
+		ids := make([]string, len(c.Refunds))
+		for i := range c.Refunds {
+			ids[i] = c.Refunds[i].ID
+		}
+		if len(ids) == 0 {
+			return "", fmt.Sprintf("%s is refunded in full, by refunds the provider did not list", c.ID), nil
+		}
+		return strings.Join(ids, ", "), "", nil
+	case c.Refunded > 0:
+		return "", fmt.Sprintf("%s is refunded in part already (%s of %s)", c.ID, reconcile.Money{Minor: c.Refunded, Currency: c.Amount.Currency}, c.Amount), nil
+	}
+	return "", "", nil
+}
+
+// retrieve retrieves one transaction of an effect and checks that it is
+// the effect's: its effect key is the effect's, or, naming none, it
+// belongs to the payment intent the ledger records.
+func (r *run) retrieve(ctx context.Context, id string, e *reconcile.Effect) (*reconcile.Charge, string, error) {
+	c, err := r.Provider.RetrieveCharge(ctx, id)
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		return nil, id + " does not exist at the provider", nil
+	case err != nil:
+		return nil, "", err
+	case c.EffectKey == e.Key:
+		return c, "", nil
+	case c.EffectKey != "":
+		return nil, fmt.Sprintf("%s belongs to %s at the provider, not to %s", id, c.EffectKey, e.Key), nil
+	case c.PaymentIntent != "" && c.PaymentIntent == e.ExternalID:
+		return c, "", nil
+	}
+	return nil, fmt.Sprintf("%s names no effect at the provider and is not of payment intent %q", id, e.ExternalID), nil
+}
+
+// keptOf is the transaction a duplicated effect keeps: the one no
+// compensation targets.
+func keptOf(d *reconcile.Discrepancy) *reconcile.Transaction {
+	for i := range d.Transactions {
+		if !slices.ContainsFunc(d.Actions, func(x reconcile.Action) bool {
+			return x.Kind == reconcile.Compensate && x.Target == d.Transactions[i].ID
+		}) {
+			return &d.Transactions[i]
+		}
+	}
+	return nil
+}
+
+// refundDiffers says how a refund the provider made or a lookup found
+// differs from the compensation asked for, or "" when it does not.
+func refundDiffers(m *reconcile.Made, req *reconcile.RefundRequest) string {
+	var diffs []string
+	if req.Charge != "" && m.ChargeID != req.Charge {
+		diffs = append(diffs, fmt.Sprintf("refunds charge %q, not %s", m.ChargeID, req.Charge))
+	}
+	if req.PaymentIntent != "" && m.PaymentIntent != req.PaymentIntent {
+		diffs = append(diffs, fmt.Sprintf("refunds payment intent %q, not %s", m.PaymentIntent, req.PaymentIntent))
+	}
+	if m.Amount.Minor != req.Amount.Minor || !strings.EqualFold(m.Amount.Currency, req.Amount.Currency) {
+		diffs = append(diffs, fmt.Sprintf("is of %s, not %s", m.Amount, req.Amount))
+	}
+	if m.EffectKey != req.Key {
+		diffs = append(diffs, fmt.Sprintf("carries effect key %q", m.EffectKey))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return m.ID + " " + strings.Join(diffs, ", ")
+}
+
+// request is what a redelivery is checked against: the recorded request's
+// amount, currency and, for a refund, what it refunds.
+type request struct {
+	Amount        *int64 `json:"amount"`
+	Currency      string `json:"currency"`
+	Charge        string `json:"charge"`
+	PaymentIntent string `json:"payment_intent"`
+}
+
+func readRequest(b json.RawMessage) (*request, error) {
+	var q request
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&q); err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	return &q, nil
+}
+
+// target is what a refund request refunds: its charge, else its payment
+// intent.
+func (q *request) target() string {
+	if q.Charge != "" {
+		return q.Charge
+	}
+	return q.PaymentIntent
+}
+
+// differs says how what the provider made or a lookup found under key
+// differs from the recorded request, or "" when it does not.
+func (q *request) differs(key string, m *reconcile.Made) string {
+	var diffs []string
+	if m.EffectKey != key {
+		diffs = append(diffs, fmt.Sprintf("carries effect key %q", m.EffectKey))
+	}
+	if q.Amount != nil && m.Amount.Minor != *q.Amount {
+		diffs = append(diffs, fmt.Sprintf("is of %s, not %d minor units", m.Amount, *q.Amount))
+	}
+	if q.Currency != "" && !strings.EqualFold(m.Amount.Currency, q.Currency) {
+		diffs = append(diffs, fmt.Sprintf("is in %s, not %s", m.Amount.Currency, strings.ToUpper(q.Currency)))
+	}
+	if q.Charge != "" && m.ChargeID != q.Charge {
+		diffs = append(diffs, fmt.Sprintf("refunds charge %q, not %s", m.ChargeID, q.Charge))
+	}
+	if q.Charge == "" && q.PaymentIntent != "" && m.PaymentIntent != q.PaymentIntent {
+		diffs = append(diffs, fmt.Sprintf("refunds payment intent %q, not %s", m.PaymentIntent, q.PaymentIntent))
+	}
+	return strings.Join(diffs, ", ")
+}
