@@ -472,3 +472,36 @@ func TestBlastRadiusHoldsEveryActionAndPagesOnce(t *testing.T) {
 		}
 	})
 }
+
+// A retrieval that fails, or takes longer than the client waits, leaves
+// the refund unsent and the action deferred, with no page; the next run,
+// with the provider back, refunds once.
+func TestRetrievalDownDefersTheRefund(t *testing.T) {
+	for _, kind := range []string{sandbox.FaultError500, sandbox.FaultLatency} {
+		t.Run(kind, func(t *testing.T) {
+			ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+				w := newWorld(t, l)
+				w.client = w.newClient(300 * time.Millisecond)
+				d := w.duplicate("app:charge:0", 1250)
+				key := d.Actions[0].Key
+				w.sb.Inject(sandbox.Fault{Op: sandbox.OpGetCharge, Kind: kind, Delay: time.Second})
+				if x := outcome(t, w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{d}), key); x.Outcome != reconcile.OutcomeDeferred {
+					t.Errorf("with retrievals failing: %+v, want deferred", x)
+				}
+				if n := len(w.sb.Refunds()); n != 0 || w.pages.triggers() != 0 {
+					t.Errorf("%d refunds and %d pages, want none", n, w.pages.triggers())
+				}
+				if _, err := w.store.Effect(w.ctx, key); err == nil {
+					t.Errorf("the compensation row %s was written although nothing was verified", key)
+				}
+				w.sb.ClearFaults()
+				if x := outcome(t, w.act(w.applier("rec_2", compensate.Options{}), []reconcile.Discrepancy{d}), key); x.Outcome != reconcile.OutcomeApplied {
+					t.Errorf("with the provider back: %+v, want applied", x)
+				}
+				if n := refundsOf(w.sb, key); n != 1 {
+					t.Errorf("%d refunds under %s, want 1", n, key)
+				}
+			})
+		})
+	}
+}

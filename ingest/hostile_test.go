@@ -43,10 +43,11 @@ func cutCases(t *testing.T) []cutCase {
 		t.Fatal(err)
 	}
 	ams, _ := time.LoadLocation("Europe/Amsterdam")
+	la, _ := time.LoadLocation("America/Los_Angeles")
 	return []cutCase{
 		{"balance.itemized.csv", []byte(itemized + "txn_6,2026-11-01 15:00:00,eur,5.00,0.15,4.85,charge,ch_6,ch_6,run_1:charge:6,\n"), nil},
 		{"itemized_balance_change.csv", file("stripe/testdata/itemized_balance_change.csv"), nil},
-		{"settlement_detail.csv", file("adyen/testdata/settlement_detail.csv"), &ingest.Options{AdyenDefaultZone: ams}},
+		{"settlement_detail.csv", file("adyen/testdata/settlement_detail.csv"), &ingest.Options{AdyenZones: map[string]*time.Location{"ShopEU_ACCOUNT": ams}, AdyenDefaultZone: la}},
 		{"stl_comma.csv", file("paypal/testdata/stl_comma.csv"), nil},
 		{"stl_tab.txt", file("paypal/testdata/stl_tab.txt"), nil},
 		{"acmebank.csv", file("csvmap/testdata/acmebank.csv"), &ingest.Options{Format: "csv", Mapping: m}},
@@ -97,8 +98,8 @@ func TestCompleteLastLineWithoutTerminatorIsRead(t *testing.T) {
 }
 
 // An input whose last line is cut in the middle, as one still being
-// written is, cannot be read: none of its rows is taken, and the error
-// names the file and the line and says to run again.
+// written is, cannot be read at all: the error names the file and the line
+// and says to run again.
 func TestCutLastLineIsUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range cutCases(t) {

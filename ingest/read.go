@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -104,7 +105,8 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 		if opt.Now != nil {
 			now = opt.Now
 		}
-		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}, prog: opt.Progress, clock: now().UTC()}
+		cs := &countingSink{in: in, out: out, uri: src.URI, totals: map[totalKey]*Total{}, prog: opt.Progress, clock: now().UTC(),
+			webhook: slices.Contains(webhookFormats, f.Name)}
 		if err := f.Parse(ctx, body, opt, cs); err != nil {
 			if ctx.Err() != nil || cs.sinkErr != nil {
 				return nil, err // not the input's fault
@@ -191,6 +193,7 @@ type totalKey struct {
 // countingSink accounts for every row a parser reports, sets provenance,
 // and passes evidence and rejections on.
 type countingSink struct {
+	webhook bool // the format's records are webhook events
 	prog    *Progress
 	in      *Input
 	out     Sink
@@ -222,7 +225,7 @@ func (s *countingSink) Evidence(e *reconcile.Evidence) error {
 	s.in.Rows++
 	s.prog.row()
 	s.in.Evidence++
-	e.URI = s.uri
+	e.URI, e.Webhook = s.uri, s.webhook
 	k := totalKey{e.Amount.Currency, e.Kind}
 	t := s.totals[k]
 	if t == nil {

@@ -115,6 +115,7 @@ func (a *app) demo(ctx context.Context, dir string) error {
 	round := func(n int, inputs ...string) error {
 		f := &runFlags{lag: time.Hour, apply: true, runLease: true}
 		f.in.stripeTZ = "UTC"
+		f.in.livemode = false // the sandbox is Stripe's test mode
 		f.act = actionFlags{apiKey: "sk_test_reconcile", providerURL: provSrv.URL, providerTimeout: 5 * time.Second, pagerWebhook: pagerSrv.URL,
 			lease: time.Minute, keyTTL: 24 * time.Hour, grace: 0, deferredPage: 72 * time.Hour, maxActions: 1000}
 		f.out.jsonPath = filepath.Join(dir, fmt.Sprintf("round-%d.json", n))

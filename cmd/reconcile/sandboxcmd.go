@@ -31,7 +31,9 @@ Faults are armed with POST /_sandbox/faults and a JSON body such as
 (kinds: latency, error_500, rate_limit, drop_after, hang, unavailable; "delay": "3s" for latency
 and hang) and cleared with DELETE /_sandbox/faults; POST /_sandbox/forget-keys forgets every key.
 What the sandbox did is exported as a Stripe itemized report at GET /_sandbox/export/itemized and
-as a webhook dump at GET /_sandbox/export/events, for a second round of reconciliation.
+as a webhook dump at GET /_sandbox/export/events, for a second round of reconciliation. The
+sandbox is Stripe's test mode: its events say livemode false, so a run reads them with
+--livemode=false.
 
 Example:
   reconcile sandbox --addr 127.0.0.1:12111 &

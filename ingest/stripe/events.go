@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"reconcile"
-	"reconcile/ingest/tabular"
 )
 
 // EventsOptions configures ParseEvents. The zero value reads live events.
@@ -291,16 +289,6 @@ func (p *eventParser) value(line int, raw string) error {
 		}
 	}
 	return nil
-}
-
-// cutEvent is the error for the event on the unterminated last line of a
-// dump, which the parser rejects: JSON that ends too early is cut off.
-func cutEvent(line int, raw string, rej rejection) error {
-	what := "the last line has no line terminator and its event is rejected (" + string(rej) + ")"
-	if err := json.NewDecoder(strings.NewReader(raw)).Decode(new(json.RawMessage)); errors.Is(err, io.ErrUnexpectedEOF) {
-		what = "the last line is cut in the middle of an event (no line terminator, incomplete JSON)"
-	}
-	return &tabular.CutError{Line: line, What: what}
 }
 
 // outcome decodes one value: the evidence it gives, or why it is ignored,

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"reconcile"
+	"reconcile/ingest/tabular"
 )
 
 // maxLine bounds one line of a JSON Lines dump: an event with every object
@@ -114,6 +115,16 @@ func (p *eventParser) splitLines(data []byte, atEOF bool) (int, []byte, error) {
 	n, line, err := bufio.ScanLines(data, atEOF)
 	p.cut = line != nil && (n == 0 || data[n-1] != '\n')
 	return n, line, err
+}
+
+// cutEvent is the error for the event on the unterminated last line of a
+// dump, which the parser rejects: JSON that ends too early is cut off.
+func cutEvent(line int, raw string, rej rejection) error {
+	what := "the last line has no line terminator and its event is rejected (" + string(rej) + ")"
+	if err := json.NewDecoder(strings.NewReader(raw)).Decode(new(json.RawMessage)); errors.Is(err, io.ErrUnexpectedEOF) {
+		what = "the last line is cut in the middle of an event (no line terminator, incomplete JSON)"
+	}
+	return &tabular.CutError{Line: line, What: what}
 }
 
 // stream reads a JSON array of events, or events one after another, with a

@@ -62,12 +62,12 @@ type matching struct {
 	conn *pgx.Conn
 	p    *ledgerdb.MatchParams
 	now  time.Time
-	uris map[int64]string  // source id → URI, of every source a record comes from
-	hook map[int64]bool    // the sources whose records are webhook events
+	uris map[int64]string // source id → URI, of every source a record comes from
+	hook map[int64]bool   // the sources whose records are webhook events
 	// conflict gives the effects named by transactions in conflict, with
 	// those transactions' ids.
 	conflict map[string][]string
-	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	strs     map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// effects and records are how many the run has in all.
 	effects, records int
 }
