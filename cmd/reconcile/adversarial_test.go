@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +41,21 @@ type hostile struct {
 	// the job: a provider that answers for something else.
 	rewrite func(path string, body []byte) []byte
 	pages   string // the pager's address: a receiver that takes every page
+	mu      sync.Mutex
+	paged   []string // the bodies of the pages it took
+}
+
+// pagedAbout counts the pages that name s.
+func (h *hostile) pagedAbout(s string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, p := range h.paged {
+		if strings.Contains(p, s) {
+			n++
+		}
+	}
+	return n
 }
 
 func newHostile(t *testing.T, l *ledgertest.Ledger) *hostile {
@@ -60,7 +77,13 @@ func newHostile(t *testing.T, l *ledgertest.Ledger) *hostile {
 	}))
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
-	pager := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	pager := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.paged = append(h.paged, string(b))
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
 	t.Cleanup(pager.Close)
 	h.pages = pager.URL
 	return h
@@ -526,6 +549,9 @@ func TestCompensationInDoubtIsNotSentAgain(t *testing.T) {
 				h.money(c.refunds, 2)
 				if _, _, outcomes := h.finding(r, "shop:charge:a"); len(outcomes) != 1 || outcomes[0] != c.outcome {
 					t.Errorf("shop:charge:a: %v, want %s", outcomes, c.outcome)
+				}
+				if n := h.pagedAbout(":compensate:" + ch); (c.outcome == "compensate:skipped") != (n == 0) {
+					t.Errorf("%d pages about the compensation of %s, for an action %s", n, ch, c.outcome)
 				}
 			})
 		})

@@ -282,8 +282,8 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 // conflicts reads which effects in scope are named by a transaction whose
 // records name two of them: few, and none on most nights.
 func (m *matching) conflicts(ctx context.Context, sql string, args ...any) error {
-	var any bool
-	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_tx WHERE link <> link_hi)`).Scan(&any); err != nil || !any {
+	var found bool
+	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_tx WHERE link <> link_hi)`).Scan(&found); err != nil || !found {
 		return err
 	}
 	rows, err := m.conn.Query(ctx, sql, args...)
