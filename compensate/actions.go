@@ -132,9 +132,9 @@ func (r *run) existingCompensation(ctx context.Context, d *reconcile.Discrepancy
 // verified checks at the provider, before a refund, that the transaction
 // to refund is ours and extra and the one kept is real (see verify). A
 // refund already made in full needs nothing more: the action is skipped
-// with its id. Anything else that does not check out is escalated (paged
-// once, unless claimed is set: the caller then escalates the claimed
-// compensation itself); a retrieval that fails defers the action. stop is
+// with its id. Anything else that does not check out is escalated and paged
+// once: as the compensation's own doubt when its row is claimed already,
+// else about the effect. A retrieval that fails defers the action. stop is
 // true when the action's outcome is settled.
 func (r *run) verified(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect, claimed bool) (stop bool, err error) {
 	refunded, problem, err := r.verify(ctx, d, x, parent)
@@ -171,6 +171,9 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
 	}
 	want, err := readRequest(e.Request)
+	if err == nil && e.Step == "refund" && want.target() == "" {
+		err = errors.New("a refund that names neither a charge nor a payment intent")
+	}
 	if err != nil {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "the recorded request cannot be sent again ("+err.Error()+"): a person redelivers it"
 		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
