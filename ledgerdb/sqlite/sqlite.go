@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -182,14 +183,32 @@ func nullTS(t time.Time) any {
 	return ts(t)
 }
 
-// parseTS reads a time written by ts, or the zero time for NULL.
+// appTimeLayouts are the forms in which applications write times into an
+// SQLite ledger, besides ts's own: SQLite's CURRENT_TIMESTAMP and date
+// functions, and common drivers. A space or a T, a fraction or none (Go
+// reads a fraction after the seconds whatever the layout says), a zone or
+// none; no zone means UTC, as CURRENT_TIMESTAMP writes it.
+var appTimeLayouts = []string{
+	"2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z07:00",
+	"2006-01-02 15:04:05Z0700", "2006-01-02T15:04:05Z0700",
+	"2006-01-02 15:04:05", "2006-01-02T15:04:05",
+}
+
+// parseTS reads a time written by ts or by an application, or the zero
+// time for NULL.
 func parseTS(s sql.NullString) (time.Time, error) {
 	if !s.Valid {
 		return time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s.String)
+	for _, layout := range appTimeLayouts {
+		if err == nil {
+			break
+		}
+		t, err = time.Parse(layout, strings.TrimSpace(s.String))
+	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("bad timestamp %q in ledger: %w", s.String, err)
+		return time.Time{}, fmt.Errorf("bad timestamp %q in ledger: want YYYY-MM-DD HH:MM:SS, with a T or a space, an optional fraction, and Z, ±HH:MM or no zone (UTC)", s.String)
 	}
 	return t.UTC(), nil
 }
