@@ -1,7 +1,6 @@
 package compensate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,27 +91,15 @@ func keptOf(d *reconcile.Discrepancy) *reconcile.Transaction {
 // refundDiffers says how a refund the provider made or a lookup found
 // differs from the compensation asked for, or "" when it does not.
 func refundDiffers(m *reconcile.Made, req *reconcile.RefundRequest) string {
-	var diffs []string
-	if req.Charge != "" && m.ChargeID != req.Charge {
-		diffs = append(diffs, fmt.Sprintf("refunds charge %q, not %s", m.ChargeID, req.Charge))
+	q := &request{Amount: &req.Amount.Minor, Currency: req.Amount.Currency, Charge: req.Charge, PaymentIntent: req.PaymentIntent}
+	if diff := q.differs(req.Key, m); diff != "" {
+		return m.ID + " " + diff
 	}
-	if req.PaymentIntent != "" && m.PaymentIntent != req.PaymentIntent {
-		diffs = append(diffs, fmt.Sprintf("refunds payment intent %q, not %s", m.PaymentIntent, req.PaymentIntent))
-	}
-	if m.Amount.Minor != req.Amount.Minor || !strings.EqualFold(m.Amount.Currency, req.Amount.Currency) {
-		diffs = append(diffs, fmt.Sprintf("is of %s, not %s", m.Amount, req.Amount))
-	}
-	if m.EffectKey != req.Key {
-		diffs = append(diffs, fmt.Sprintf("carries effect key %q", m.EffectKey))
-	}
-	if len(diffs) == 0 {
-		return ""
-	}
-	return m.ID + " " + strings.Join(diffs, ", ")
+	return ""
 }
 
-// request is what a redelivery is checked against: the recorded request's
-// amount, currency and, for a refund, what it refunds.
+// request is what an answer is checked against: the request's amount,
+// currency and, for a refund, what it refunds.
 type request struct {
 	Amount        *int64 `json:"amount"`
 	Currency      string `json:"currency"`
@@ -122,8 +109,7 @@ type request struct {
 
 func readRequest(b json.RawMessage) (*request, error) {
 	var q request
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&q); err != nil {
+	if err := json.Unmarshal(b, &q); err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
 	return &q, nil
@@ -139,7 +125,7 @@ func (q *request) target() string {
 }
 
 // differs says how what the provider made or a lookup found under key
-// differs from the recorded request, or "" when it does not.
+// differs from the request, or "" when it does not.
 func (q *request) differs(key string, m *reconcile.Made) string {
 	var diffs []string
 	if m.EffectKey != key {

@@ -231,15 +231,18 @@ func conflicts(tx *reconcile.Transaction, effects []Effect, byKey map[string]int
 	if tx.Conflict != "" {
 		return true
 	}
-	named := namedByKey(tx, effects, byKey)
-	conflict := len(named) > 1
-	for _, e := range named {
-		conflict = conflict || slices.Contains(effects[e].Conflicts, tx.ID)
+	named, flagged := 0, false // counted, not collected: every transaction passes here
+	for _, k := range tx.EffectKeys {
+		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {
+			named++
+			flagged = flagged || slices.Contains(effects[i].Conflicts, tx.ID)
+		}
 	}
-	if conflict {
-		tx.Conflict = "its records name different effects: " + strings.Join(tx.EffectKeys, ", ")
+	if named < 2 && !flagged {
+		return false
 	}
-	return conflict
+	tx.Conflict = "its records name different effects: " + strings.Join(tx.EffectKeys, ", ")
+	return true
 }
 
 // namedByKey returns the effects that a transaction's records name by
