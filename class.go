@@ -102,6 +102,11 @@ type Discrepancy struct {
 	ExpectedMinor int64 // the request's amount
 	ObservedMinor int64 // what the provider moved, by magnitude; for a duplicate, the sum over its transactions
 	Transactions  []Transaction
-	Actions       []Action
-	Reason        string // in words, for people
+	// Related are the refunds, disputes and chargebacks of the effect's
+	// charge that no effect of ours made (a refund a person made in the
+	// provider's dashboard): shown with the effect, never counted as its
+	// evidence.
+	Related []Transaction
+	Actions []Action
+	Reason  string // in words, for people
 }

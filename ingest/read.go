@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/ingest/paypal"
 )
 
 // Sink receives what Read makes of a source: evidence and rejected rows,
@@ -145,6 +146,10 @@ func choose(uri, name string, head []byte, opt *Options) (Format, error) {
 		if f.Detect(name, head) {
 			return f, nil
 		}
+	}
+	// A head shorter than headSize is the whole input: Peek stopped at its end.
+	if why := paypal.Headless(name, head, len(head) < headSize); why != "" {
+		return Format{}, inputErr(uri, "%s", why)
 	}
 	first, _, _ := bytes.Cut(head, []byte("\n"))
 	if len(first) > 120 {

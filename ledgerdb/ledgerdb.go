@@ -74,7 +74,7 @@ type Store interface {
 	RejectedRows(ctx context.Context, sourceID int64) ([]reconcile.Rejected, error)
 
 	// LinkedEvidence returns the evidence outside the given sources that
-	// names one of the effect keys (EffectKey) or provider ids (TxID,
+	// names one of the effect keys (EffectKey, ParentEffectKey) or provider ids (TxID,
 	// PaymentIntent, ParentTxID): what earlier runs saw of those effects.
 	LinkedEvidence(ctx context.Context, p *LinkParams) ([]reconcile.Evidence, error)
 	// Coverage returns what the evidence of the given sources reports on:

@@ -63,10 +63,10 @@ func (p *MatchParams) Steps() (steps, kinds []string) {
 }
 
 // LinkKinds returns the kinds of transaction that can link to an effect,
-// sorted.
+// and disputes, which a charge's effect shows (DESIGN section 5), sorted.
 func (p *MatchParams) LinkKinds() []string {
-	seen := map[reconcile.Kind]bool{}
-	var out []string
+	seen := map[reconcile.Kind]bool{reconcile.KindDispute: true}
+	out := []string{string(reconcile.KindDispute)}
 	for _, k := range p.Kinds {
 		if !seen[k] {
 			seen[k] = true

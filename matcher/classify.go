@@ -16,8 +16,8 @@ import (
 // classify decides the class of one effect from the transactions linked to
 // it. due is true when the effect is older than its provider's cutoff, so
 // that its evidence should have been seen by now.
-func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Discrepancy {
-	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount}
+func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) reconcile.Discrepancy {
+	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount, Related: copied(related)}
 	var seen []reconcile.Transaction
 	for _, tx := range linked {
 		if !tx.Failed { // a failed refund or charge moved no money
@@ -35,6 +35,13 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 		d.Class = reconcile.Escalated
 		d.Reason = fmt.Sprintf("compensation missing: no %s at %s by the cutoff; a person decides", kind, e.Provider)
 		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Escalated)}
+	case len(seen) == 0 && len(related) > 0:
+		// The charge is not seen, but a refund or dispute of it is: it
+		// was made, and charging again could take the money twice.
+		d.Class = reconcile.Missing
+		d.Reason = fmt.Sprintf("no %s at %s by the cutoff, but %s of it is seen: a person decides, nothing is redelivered",
+			kind, e.Provider, ids(d.Related))
+		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Missing)}
 	case len(seen) == 0:
 		d.Class = reconcile.Missing
 		d.Reason = fmt.Sprintf("no %s at %s by the cutoff: redeliver under the original key", kind, e.Provider)
@@ -95,15 +102,37 @@ func classify(e *Effect, linked []*reconcile.Transaction, due bool) reconcile.Di
 		}
 		d.Reason = fmt.Sprintf("%s seen %d times at %s (%s); keeping %s (%s), compensating the other %d",
 			kind, len(seen), e.Provider, strings.Join(ids, ", "), seen[keep].ID, why, len(seen)-1)
-		for i, tx := range seen {
+		partly := false
+		for i := range seen {
 			if i == keep {
 				continue
 			}
-			d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Compensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
-				Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
+			tx := &seen[i]
+			switch refunded, by := refundedBy(tx, d.Related); {
+			case refunded >= abs(tx.Amount.Minor):
+				d.Reason += fmt.Sprintf("; %s is refunded in full already (%s): no compensation", tx.ID, strings.Join(by, ", "))
+			case refunded > 0:
+				d.Reason += fmt.Sprintf("; %s is refunded in part already (%s): a person decides the rest", tx.ID, strings.Join(by, ", "))
+				partly = true
+			default:
+				d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Compensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
+					Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
+			}
+		}
+		if partly {
+			d.Actions = append(d.Actions, escalate(e.Key, reconcile.Duplicated))
 		}
 	}
 	return d
+}
+
+// ids lists the ids of txs, for a reason.
+func ids(txs []reconcile.Transaction) string {
+	out := make([]string, len(txs))
+	for i := range txs {
+		out[i] = txs[i].ID
+	}
+	return strings.Join(out, ", ")
 }
 
 // deferConflict is the finding for an effect that a transaction in
@@ -222,6 +251,9 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		provider string
 		kind     reconcile.Kind
 		id       string
+		// reversal tells a dispute's reinstatement (money back to us)
+		// from its withdrawal: one dispute id, two movements of money.
+		reversal bool
 	}
 	index := make(map[key]int, len(recs))
 	txs := make([]reconcile.Transaction, 0, len(recs))
@@ -241,18 +273,18 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 			// so that the name does not depend on which other records are
 			// matched with it.
 			id = r.URI + ":" + strconv.Itoa(r.Line)
-			if _, dup := index[key{r.Provider, r.Kind, id}]; dup {
+			if _, dup := index[key{provider: r.Provider, kind: r.Kind, id: id}]; dup {
 				base := id + "#" + recordHash(r)
 				id = base
 				for n := 2; ; n++ {
-					if _, dup := index[key{r.Provider, r.Kind, id}]; !dup {
+					if _, dup := index[key{provider: r.Provider, kind: r.Kind, id: id}]; !dup {
 						break
 					}
 					id = base + "." + strconv.Itoa(n)
 				}
 			}
 		}
-		k := key{r.Provider, r.Kind, id}
+		k := key{r.Provider, r.Kind, id, r.Kind == reconcile.KindDispute && r.Amount.Minor > 0}
 		i, ok := index[k]
 		if !ok {
 			index[k] = len(txs)
@@ -267,14 +299,18 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	for i := range txs {
 		sorted[i] = &txs[i]
 	}
-	slices.SortFunc(sorted, func(a, b *reconcile.Transaction) int {
-		return cmp.Or(strings.Compare(a.Provider, b.Provider), strings.Compare(a.ID, b.ID), strings.Compare(string(a.Kind), string(b.Kind)))
-	})
+	slices.SortFunc(sorted, compareTx)
 	out := make([]reconcile.Transaction, len(txs))
 	for i, tx := range sorted {
 		out[i] = *tx
 	}
 	return out
+}
+
+// compareTx orders transactions as Transactions gives them.
+func compareTx(a, b *reconcile.Transaction) int {
+	return cmp.Or(strings.Compare(a.Provider, b.Provider), strings.Compare(a.ID, b.ID), strings.Compare(string(a.Kind), string(b.Kind)),
+		cmp.Compare(a.Amount.Minor, b.Amount.Minor))
 }
 
 // compareRecords orders evidence records by where they were read, then by

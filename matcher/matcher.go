@@ -167,7 +167,7 @@ func Match(in *Input) *Result {
 	linked := make([][]*reconcile.Transaction, len(effects))
 	held := make([][]*reconcile.Transaction, len(effects)) // conflicting transactions that name each effect
 	res := &Result{Discrepancies: make([]reconcile.Discrepancy, 0, len(effects))}
-	var unexpected []*reconcile.Transaction
+	var unexpected, loose []*reconcile.Transaction // loose: disputes that link to nothing
 	for i := range txs {
 		tx := &txs[i]
 		if _, links := linkKinds[tx.Kind]; links && conflicts(tx, effects, byKey) {
@@ -185,25 +185,45 @@ func Match(in *Input) *Result {
 			linked[e] = append(linked[e], tx)
 		} else if tx.Kind == reconcile.KindCharge || tx.Kind == reconcile.KindRefund {
 			unexpected = append(unexpected, tx)
+		} else if tx.Kind == reconcile.KindDispute {
+			loose = append(loose, tx)
+		}
+	}
+	related := make([][]*reconcile.Transaction, len(effects))
+	rel := newRelater(effects, byKey, byExternal, linked)
+	kept := unexpected[:0]
+	for _, tx := range unexpected {
+		if e, ok := rel.chargeOf(tx); ok {
+			related[e] = append(related[e], tx)
+		} else {
+			kept = append(kept, tx)
+		}
+	}
+	unexpected = kept
+	for _, tx := range loose {
+		if e, ok := rel.chargeOf(tx); ok {
+			related[e] = append(related[e], tx)
 		}
 	}
 	for i := range effects {
 		e := &effects[i]
 		kind, ok := ExpectedKind(e.Step)
 		if len(held[i]) > 0 || len(e.Conflicts) > 0 {
-			res.Discrepancies = append(res.Discrepancies, deferConflict(e, held[i], linked[i]))
+			d := deferConflict(e, held[i], linked[i])
+			d.Related = copied(related[i])
+			res.Discrepancies = append(res.Discrepancies, d)
 			continue
 		}
 		if !ok || (len(linked[i]) == 0 && !in.Scope[Coverage{e.Provider, kind}]) {
 			res.OutOfScope++
 			continue
 		}
-		if len(linked[i]) == 0 && e.Status == reconcile.StatusAbandoned {
+		if len(linked[i]) == 0 && len(related[i]) == 0 && e.Status == reconcile.StatusAbandoned {
 			res.OutOfScope++ // closed by a decision, and nothing says otherwise
 			continue
 		}
 		cutoff, hasCutoff := in.Cutoff[e.Provider]
-		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], hasCutoff && !e.CreatedAt.After(cutoff)))
+		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], related[i], hasCutoff && !e.CreatedAt.After(cutoff)))
 	}
 	for _, tx := range unexpected {
 		res.Discrepancies = append(res.Discrepancies, unexpectedMoney(tx, in.EscalateUnexpected))

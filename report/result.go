@@ -49,8 +49,12 @@ type Discrepancy struct {
 	ExpectedMinor int64           `json:"expected_minor"`
 	ObservedMinor int64           `json:"observed_minor"`
 	Transactions  []string        `json:"transactions"`
-	Actions       []Action        `json:"actions"`
-	Reason        string          `json:"reason"` // in words, for people
+	// Related are the refunds and disputes of the effect's charge that no
+	// effect of ours made (a refund a person made in the dashboard): not
+	// its evidence, shown with it.
+	Related []string `json:"related,omitempty"`
+	Actions []Action `json:"actions"`
+	Reason  string   `json:"reason"` // in words, for people
 	// Time is when the effect was created, or when the unexpected
 	// transaction happened; zero when unknown.
 	Time time.Time `json:"time,omitzero"`

@@ -56,16 +56,17 @@ func TestMultiFormatWorldRunsAsBuilt(t *testing.T) {
 		t.Errorf("%d inputs and %d rejected rows, want %d and %d", len(r.Inputs), len(r.Rejected), len(paths), w.Rejected)
 	}
 
-	line := func(class, key, provider, cur string, expected, observed int64, txs, comps []string) string {
+	line := func(class, key, provider, cur string, expected, observed int64, txs, comps, related []string) string {
 		slices.Sort(txs)
 		slices.Sort(comps)
-		return fmt.Sprintf("%s %s %s %s %d %d %v %v", class, key, provider, cur, expected, observed, txs, comps)
+		slices.Sort(related)
+		return fmt.Sprintf("%s %s %s %s %d %d %v %v related %v", class, key, provider, cur, expected, observed, txs, comps, related)
 	}
 	var built, got []string
 	for _, f := range w.Findings {
 		if f.Class != reconcile.Confirmed {
 			built = append(built, line(string(f.Class), f.EffectKey, f.Provider, f.Currency, f.ExpectedMinor, f.ObservedMinor,
-				slices.Clone(f.Transactions), slices.Clone(f.Compensate)))
+				slices.Clone(f.Transactions), slices.Clone(f.Compensate), slices.Clone(f.Related)))
 		}
 	}
 	for _, d := range r.Discrepancies {
@@ -75,7 +76,7 @@ func TestMultiFormatWorldRunsAsBuilt(t *testing.T) {
 				comps = append(comps, a.Target)
 			}
 		}
-		got = append(got, line(d.Class, d.EffectKey, d.Provider, d.Currency, d.ExpectedMinor, d.ObservedMinor, d.Transactions, comps))
+		got = append(got, line(d.Class, d.EffectKey, d.Provider, d.Currency, d.ExpectedMinor, d.ObservedMinor, d.Transactions, comps, d.Related))
 	}
 	slices.Sort(built)
 	slices.Sort(got)

@@ -116,6 +116,29 @@ func randomLedgerWorld(r *rand.Rand) *ledgerWorld {
 				record(ev)
 			}
 		}
+		if kind == reconcile.KindCharge && r.IntN(3) == 0 { // a refund or dispute of the charge that no effect made
+			k, id := reconcile.KindRefund, fmt.Sprintf("re_d%d", i)
+			if r.IntN(3) == 0 {
+				k, id = reconcile.KindDispute, fmt.Sprintf("du_d%d", i)
+			}
+			for range 1 + r.IntN(2) {
+				ev := reconcile.Evidence{Provider: provider, TxID: id, Kind: k, Amount: reconcile.Money{Minor: -amount, Currency: "EUR"}, Webhook: r.IntN(3) == 0}
+				if k == reconcile.KindDispute && r.IntN(3) == 0 {
+					ev.Amount.Minor = amount // reinstated
+				}
+				switch r.IntN(5) {
+				case 0:
+					ev.ParentEffectKey = key
+				case 1:
+					ev.ParentEffectKey = fmt.Sprintf("r%d:charge:%d", r.IntN(3), r.IntN(n))
+				case 2:
+					ev.ParentTxID = fmt.Sprintf("ch_%d_%d", i, r.IntN(2))
+				case 3:
+					ev.PaymentIntent = e.ExternalID
+				}
+				record(ev)
+			}
+		}
 	}
 	for i := range r.IntN(5) { // unexpected money, fees and payouts that name what they like
 		k := kinds[r.IntN(len(kinds))]
@@ -179,7 +202,7 @@ func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in
 	}
 	named := map[string]bool{}
 	for _, e := range evidence {
-		for _, id := range []string{e.EffectKey, e.TxID, e.PaymentIntent, e.ParentTxID} {
+		for _, id := range []string{e.EffectKey, e.ParentEffectKey, e.TxID, e.PaymentIntent, e.ParentTxID} {
 			named[id] = id != ""
 		}
 	}

@@ -360,6 +360,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		for _, t := range d.Transactions {
 			out.Transactions = append(out.Transactions, t.ID)
 		}
+		for _, t := range d.Related {
+			out.Related = append(out.Related, t.ID)
+		}
 		for _, x := range d.Actions {
 			out.Actions = append(out.Actions, report.Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome,
 				AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency, Made: x.Made, Note: x.Note})

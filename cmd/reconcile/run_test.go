@@ -95,6 +95,7 @@ type runResult struct {
 		ExpectedMinor int64    `json:"expected_minor"`
 		ObservedMinor int64    `json:"observed_minor"`
 		Transactions  []string `json:"transactions"`
+		Related       []string `json:"related"`
 		Actions       []struct {
 			Kind    string `json:"kind"`
 			Key     string `json:"key"`

@@ -54,8 +54,8 @@ const namespacePrefix = "urn:iso:std:iso:20022:tech:xsd:camt.053."
 
 // Parse reads a camt.053 document from r and gives every entry, batch
 // transaction and balance its outcome through sink. It returns an error, and
-// nothing else, when the input is not XML, not a camt.053 statement, or
-// truncated.
+// nothing else, when the input is not XML, not a camt.053 statement, holds no
+// statement (Stmt), or is truncated.
 func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink) error {
 	src, err := utf8Source(r)
 	if err != nil {
@@ -225,20 +225,40 @@ func (p *parser) root(se xml.StartElement, line int) error {
 	return nil
 }
 
-// statements walks the children of BkToCstmrStmt.
+// statements walks the children of BkToCstmrStmt. The schema requires at
+// least one Stmt, and a bank with nothing to report for a day still sends one
+// with its balances; a group header alone is an export cut short or failed,
+// so it is an unreadable input rather than a day without entries.
 func (p *parser) statements() error {
-	return p.children(func(se xml.StartElement, _ int, _ int64) error {
-		if se.Name.Local == "Stmt" {
-			return p.statement()
+	var hdr struct {
+		CreDtTm string `xml:"CreDtTm"`
+	}
+	found := false
+	err := p.children(func(se xml.StartElement, _ int, _ int64) error {
+		switch se.Name.Local {
+		case "GrpHdr":
+			return p.decode(&hdr, se)
+		case "Stmt":
+			found = true
+			return p.statement(hdr.CreDtTm)
 		}
 		return p.skip()
 	})
+	if err == nil && !found {
+		err = fmt.Errorf("line %d: not a readable statement: <BkToCstmrStmt> holds no <Stmt> (a day without entries still has its <Stmt>): the export is incomplete, fetch it again", p.line)
+	}
+	return err
 }
 
 // statement holds what a Stmt says about all its entries.
 type statement struct {
 	id      string
 	account string
+	// The statement's own dates as written, for an entry that has neither
+	// a booking nor a value date: Stmt/FrToDt/ToDtTm, Stmt/CreDtTm and the
+	// group header's GrpHdr/CreDtTm. The schema puts them all before the
+	// first entry.
+	periodEnd, created, msgCreated string
 	// seen counts the transaction ids given so far in this statement. A
 	// statement lists each entry once, so an id seen again belongs to a
 	// different entry and gets an occurrence suffix rather than merging with
@@ -246,12 +266,24 @@ type statement struct {
 	seen map[string]int
 }
 
-func (p *parser) statement() error {
-	st := &statement{seen: make(map[string]int)}
+// statement walks one Stmt; msgCreated is the group header's CreDtTm.
+func (p *parser) statement(msgCreated string) error {
+	st := &statement{msgCreated: msgCreated, seen: make(map[string]int)}
 	return p.children(func(se xml.StartElement, line int, off int64) error {
 		switch se.Name.Local {
 		case "Id":
 			return p.decode(&st.id, se)
+		case "CreDtTm":
+			return p.decode(&st.created, se)
+		case "FrToDt":
+			var period struct {
+				ToDtTm string `xml:"ToDtTm"`
+			}
+			if err := p.decode(&period, se); err != nil {
+				return err
+			}
+			st.periodEnd = period.ToDtTm
+			return nil
 		case "Acct":
 			var a account
 			if err := p.decode(&a, se); err != nil {

@@ -169,20 +169,23 @@ func TestRawKindAndReversal(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
+	const noSts = "no Sts: read as booked"
 	tests := []struct {
 		sts         string
 		wantOp      string
 		wantPending bool
+		wantNote    string
 	}{
-		{"<Sts>BOOK</Sts>", "evidence", false},
-		{"<Sts><Cd>BOOK</Cd></Sts>", "evidence", false},
-		{"<Sts>PDNG</Sts>", "evidence", true},
-		{"<Sts><Cd>PDNG</Cd></Sts>", "evidence", true},
-		{"<Sts><Cd>FUTR</Cd></Sts>", "evidence", true},
-		{"<Sts>INFO</Sts>", "ignore", false},
-		{"<Sts><Cd>INFO</Cd></Sts>", "ignore", false},
-		{"<Sts>XXXX</Sts>", "reject", false},
-		{"", "reject", false},
+		{"<Sts>BOOK</Sts>", "evidence", false, ""},
+		{"<Sts><Cd>BOOK</Cd></Sts>", "evidence", false, ""},
+		{"<Sts>PDNG</Sts>", "evidence", true, ""},
+		{"<Sts><Cd>PDNG</Cd></Sts>", "evidence", true, ""},
+		{"<Sts><Cd>FUTR</Cd></Sts>", "evidence", true, ""},
+		{"<Sts>INFO</Sts>", "ignore", false, ""},
+		{"<Sts><Cd>INFO</Cd></Sts>", "ignore", false, ""},
+		{"<Sts>XXXX</Sts>", "reject", false, ""},
+		{"", "evidence", false, noSts},
+		{"<Sts><Cd></Cd></Sts>", "evidence", false, noSts},
 	}
 	for _, tt := range tests {
 		entry := strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<Sts>BOOK</Sts>", tt.sts, 1)
@@ -194,8 +197,12 @@ func TestStatus(t *testing.T) {
 			t.Errorf("Parse(%s) = %v, want one %s", tt.sts, rec.Calls, tt.wantOp)
 			continue
 		}
-		if tt.wantOp == "evidence" && rec.Calls[0].Evidence.Pending != tt.wantPending {
-			t.Errorf("Parse(%s).Pending = %v, want %v", tt.sts, rec.Calls[0].Evidence.Pending, tt.wantPending)
+		if tt.wantOp != "evidence" {
+			continue
+		}
+		e := rec.Calls[0].Evidence
+		if e.Pending != tt.wantPending || e.Metadata["camt_note"] != tt.wantNote {
+			t.Errorf("Parse(%s) = Pending %v, camt_note %q; want %v, %q", tt.sts, e.Pending, e.Metadata["camt_note"], tt.wantPending, tt.wantNote)
 		}
 	}
 }
@@ -312,7 +319,7 @@ func TestRejections(t *testing.T) {
 		{"bad date time", strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<Dt>2024-01-02</Dt>", "<DtTm>2024-01-02 10:00</DtTm>", 1), `Ntry/BookgDt/DtTm "2024-01-02 10:00" is not a date and time (YYYY-MM-DDThh:mm:ss)`},
 		{"bad value date", strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "</BookgDt>", "</BookgDt><ValDt><Dt>tomorrow</Dt></ValDt>", 1), `Ntry/ValDt/Dt "tomorrow" is not a date (YYYY-MM-DD)`},
 		{"empty date", strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<Dt>2024-01-02</Dt>", "", 1), `Ntry/BookgDt has neither Dt nor DtTm`},
-		{"no date", strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<BookgDt><Dt>2024-01-02</Dt></BookgDt>", "", 1), `entry has no booking date (Ntry/BookgDt) or value date (Ntry/ValDt)`},
+		{"no date", strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<BookgDt><Dt>2024-01-02</Dt></BookgDt>", "", 1), `entry has no booking date (Ntry/BookgDt) or value date (Ntry/ValDt), and the statement has no date (Stmt/FrToDt/ToDtTm, Stmt/CreDtTm or GrpHdr/CreDtTm)`},
 		{"mangled entry reference", strings.Replace(ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", ""), "<AcctSvcrRef>A1<", "<AcctSvcrRef>4.5012E+17<", 1), `Ntry/AcctSvcrRef "4.5012E+17" is in scientific notation: a spreadsheet mangled the reference and the original is lost`},
 		{"mangled end-to-end id", ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", "<NtryDtls><TxDtls><Refs><EndToEndId>1.8137e+15</EndToEndId></Refs></TxDtls></NtryDtls>"), `TxDtls/Refs/EndToEndId "1.8137e+15" is in scientific notation: a spreadsheet mangled the reference and the original is lost`},
 		{"charges overflow", ntry(`<Amt Ccy="EUR">1.00</Amt>`, "CRDT", "", "<Chrgs><Amt Ccy='EUR'>92233720368547758.07</Amt></Chrgs><Chrgs><Amt Ccy='EUR'>0.01</Amt></Chrgs>"), `Chrgs/Amt: the charges add up to more than can be counted`},

@@ -107,6 +107,15 @@ type txDtls struct {
 	Ustrd        []string  `xml:"RmtInf>Ustrd"`
 	CreditorRefs []string  `xml:"RmtInf>Strd>CdtrRefInf>Ref"`
 	AddtlTxInf   string    `xml:"AddtlTxInf"`
+	Return       rtrInf    `xml:"RtrInf"`
+}
+
+// rtrInf is a returned transaction's reason: an ISO external return reason
+// code (MD06, AC04, ...) or a proprietary one, and free text.
+type rtrInf struct {
+	Cd       string   `xml:"Rsn>Cd"`
+	Prtry    string   `xml:"Rsn>Prtry"`
+	AddtlInf []string `xml:"AddtlInf"`
 }
 
 // entry is an Ntry without its NtryDtls, which the parser walks itself.
@@ -227,8 +236,15 @@ func clean(s string) string {
 // build turns a row into evidence, or says why it is ignored or rejected.
 // index is 0 for an entry row (tx is then its single TxDtls, or nil) and the
 // 1-based position of tx in a batch entry otherwise.
+//
+// An entry without a status is read as booked: Sts is mandatory in the
+// schema, but some banks leave it out of statements that list only booked
+// entries, and nothing else in a camt.053 statement gives a status. Its
+// evidence says so in Metadata["camt_note"], as it does when the time is not
+// the entry's booking date.
 func build(st *statement, e *entry, tx *txDtls, index int) (ev *reconcile.Evidence, ignore, reject string) {
 	pending := false
+	var notes []string
 	switch sts := e.Sts.code(); sts {
 	case "BOOK":
 	case "PDNG", "FUTR":
@@ -236,7 +252,7 @@ func build(st *statement, e *entry, tx *txDtls, index int) (ev *reconcile.Eviden
 	case "INFO":
 		return nil, "information-only entry (Sts INFO), not booked", ""
 	case "":
-		return nil, "", "entry has no status (Sts)"
+		notes = append(notes, "no Sts: read as booked")
 	default:
 		return nil, "", fmt.Sprintf("entry status (Sts) %q is not BOOK, PDNG or INFO", sts)
 	}
@@ -300,20 +316,12 @@ func build(st *statement, e *entry, tx *txDtls, index int) (ev *reconcile.Eviden
 		return nil, "", fmt.Sprintf("Ntry/RvslInd %q is not true or false", e.RvslInd)
 	}
 
-	var when, valueDate time.Time
-	if e.ValDt != nil {
-		if valueDate, err = parseDate(e.ValDt, "Ntry/ValDt"); err != nil {
-			return nil, "", err.Error()
-		}
-		when = valueDate
+	when, valueDate, note, err := entryTime(st, e)
+	if err != nil {
+		return nil, "", err.Error()
 	}
-	if e.BookgDt != nil {
-		if when, err = parseDate(e.BookgDt, "Ntry/BookgDt"); err != nil {
-			return nil, "", err.Error()
-		}
-	}
-	if when.IsZero() {
-		return nil, "", "entry has no booking date (Ntry/BookgDt) or value date (Ntry/ValDt)"
+	if note != "" {
+		notes = append(notes, note)
 	}
 
 	chrgs := tx.Chrgs
@@ -355,6 +363,16 @@ func build(st *statement, e *entry, tx *txDtls, index int) (ev *reconcile.Eviden
 		meta["value_date"] = valueDate.Format(time.DateOnly)
 	}
 	put("other_charges", otherCharges)
+	if r := clean(tx.Return.Cd); r != "" {
+		put("return_reason", r)
+		put("return_reason_prtry", tx.Return.Prtry)
+	} else {
+		put("return_reason", tx.Return.Prtry)
+	}
+	put("return_info", strings.Join(trimAll(tx.Return.AddtlInf), " "))
+	if len(notes) > 0 {
+		meta["camt_note"] = strings.Join(notes, "; ")
+	}
 	if occurrence > 1 {
 		meta["ref_occurrence"] = strconv.Itoa(occurrence)
 	}
@@ -483,36 +501,4 @@ func sumCharges(cs []charges, cur string) (int64, string, error) {
 		}
 	}
 	return fee, strings.Join(other, ", "), nil
-}
-
-// parseDate reads a Dt (a date, taken as 00:00 UTC; a time zone written after
-// it is ignored) or a DtTm (with an offset, or UTC without one).
-func parseDate(d *date, path string) (time.Time, error) {
-	if s := strings.TrimSpace(d.Dt); s != "" {
-		if len(s) >= 10 {
-			day, err := time.Parse(time.DateOnly, s[:10])
-			zone := s[10:]
-			if err == nil && (zone == "" || isZone(zone)) {
-				return day, nil
-			}
-		}
-		return time.Time{}, fmt.Errorf("%s/Dt %q is not a date (YYYY-MM-DD)", path, s)
-	}
-	if s := strings.TrimSpace(d.DtTm); s != "" {
-		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-			return t.UTC(), nil
-		}
-		if t, err := time.Parse("2006-01-02T15:04:05.999999999", s); err == nil {
-			return t, nil
-		}
-		return time.Time{}, fmt.Errorf("%s/DtTm %q is not a date and time (YYYY-MM-DDThh:mm:ss)", path, s)
-	}
-	return time.Time{}, fmt.Errorf("%s has neither Dt nor DtTm", path)
-}
-
-// isZone reports whether s is a time zone as XML Schema writes it after a
-// date: "Z" or "+01:00".
-func isZone(s string) bool {
-	_, err := time.Parse("Z07:00", s)
-	return err == nil
 }

@@ -222,12 +222,19 @@ func pow10(n int) int64 {
 // evidence maps an SB row of the right width, whose amounts have been read,
 // or returns why it cannot.
 func (c *columns) evidence(rec []string, line int, raw string, gross, fee *amount, hasFee bool) (*reconcile.Evidence, string) {
+	// mangled names the columns not read that a spreadsheet has mangled.
+	var mangled []string
 	if tabular.HasExponent(raw) { // else no field can be mangled
 		for i, v := range rec {
-			if reconcile.Mangled(v) {
-				return nil, fmt.Sprintf("column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
-					"download the report from PayPal again and do not open and save it in a spreadsheet", c.names[i], strings.TrimSpace(v))
+			if !reconcile.Mangled(v) {
+				continue
 			}
+			if !c.read(i) {
+				mangled = append(mangled, c.names[i])
+				continue
+			}
+			return nil, fmt.Sprintf("column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
+				"download the report from PayPal again and do not open and save it in a spreadsheet", c.names[i], strings.TrimSpace(v))
 		}
 	}
 	txid := c.get(rec, colTxID)
@@ -256,12 +263,17 @@ func (c *columns) evidence(rec []string, line int, raw string, gross, fee *amoun
 	e := &reconcile.Evidence{
 		Provider: provider,
 		TxID:     txid,
-		Kind:     kindOf(code),
+		Kind:     kindOf(code, gross.sign < 0),
 		RawKind:  code,
 		Amount:   reconcile.Money{Minor: gross.sign * minorUnits, Currency: gross.cur},
 		Time:     t.UTC(),
 		Line:     line,
 		Metadata: c.metadata(rec),
+	}
+	if len(mangled) > 0 {
+		// The value is kept as written under its column's key; this says it
+		// is not the value PayPal wrote.
+		e.Metadata["mangled"] = strings.Join(mangled, ", ")
 	}
 	if hasFee {
 		if fee.reason != "" {
@@ -288,6 +300,18 @@ func (c *columns) evidence(rec []string, line int, raw string, gross, fee *amoun
 		e.EffectKey = c.get(rec, colCustomField)
 	}
 	return e, ""
+}
+
+// read reports whether field i of an SB row is read into an Evidence
+// field (an id, a reference, the code, a date, an amount, a flag or a
+// currency), as opposed to kept in Metadata as written.
+func (c *columns) read(i int) bool {
+	for _, at := range c.at {
+		if at == i {
+			return true
+		}
+	}
+	return false
 }
 
 // parseTime reads s as time.Parse(timeLayout, s) does, to the same instant
@@ -326,11 +350,20 @@ func upper(s string) string {
 	return s
 }
 
-// kindOf maps a transaction event code (T-code) to a kind. The first three
+// kindOf maps a transaction event code (T-code) and the direction of its
+// gross to a kind, by PayPal's table of event codes. The first three
 // characters name PayPal's category; a few codes inside a category do
-// something else. Unknown and malformed codes are KindOther.
-func kindOf(code string) reconcile.Kind {
+// something else. A payment code (T00xx) debited is a payment we sent (a
+// payment to someone, a mass payment): money out, never a charge. Unknown
+// and malformed codes are KindOther.
+func kindOf(code string, debit bool) reconcile.Kind {
 	switch code {
+	case "T1101": // reversal of a withdrawal to the bank
+		return reconcile.KindPayout
+	case "T1104", "T1114", "T1115": // reversal of a bank deposit; a mass payment we sent, reversed or refunded
+		return reconcile.KindTransfer
+	case "T1105": // release of an account hold
+		return reconcile.KindAdjustment
 	case "T1108", "T1109": // fee reversal, fee refund
 		return reconcile.KindFee
 	case "T1110", "T1111": // hold for a dispute investigation, and its release
@@ -342,7 +375,10 @@ func kindOf(code string) reconcile.Kind {
 		return reconcile.KindOther
 	}
 	switch code[:3] {
-	case "T00": // payments received (or, debited, sent)
+	case "T00": // payments received or, debited, sent
+		if debit {
+			return reconcile.KindTransfer
+		}
 		return reconcile.KindCharge
 	case "T01": // fees not tied to one payment's gross
 		return reconcile.KindFee
@@ -352,7 +388,7 @@ func kindOf(code string) reconcile.Kind {
 		return reconcile.KindPayout
 	case "T08", "T09", "T15", "T19", "T21": // bonuses, incentives, holds, account corrections, reserves
 		return reconcile.KindAdjustment
-	case "T11": // reversals and refunds
+	case "T11": // reversals and refunds of payments received
 		return reconcile.KindRefund
 	case "T12": // chargebacks and their reversals
 		return reconcile.KindDispute

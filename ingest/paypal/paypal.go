@@ -12,6 +12,7 @@ package paypal
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -40,20 +41,102 @@ type Options struct {
 // share the RH ... FF structure but not the settlement report's footers.
 var otherReports = []string{"TRR", "DDR", "SAR"}
 
+// rowTypes are the row types of a settlement report in the order they
+// come; the first four start the file, the last five close a section, the
+// report and the file.
+var rowTypes = []string{"RH", "FH", "SH", "CH", "SB", "SF", "SC", "RF", "RC", "FF"}
+
 // Detect reports whether head, the start of a file, is a PayPal settlement
 // report: its first field is RH, quoted or not. name rules out PayPal's other
 // reports of the same structure by their file name prefixes.
 func Detect(name string, head []byte) bool {
+	return !otherReport(name) && rowType(bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))) == "RH"
+}
+
+// otherReport reports whether name is that of one of PayPal's other reports.
+func otherReport(name string) bool {
 	for _, p := range otherReports {
 		if strings.HasPrefix(strings.ToUpper(name), p) {
-			return false
+			return true
 		}
 	}
-	head = bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
-	if i := bytes.IndexAny(head, ",\t\r\n"); i >= 0 {
-		head = head[:i]
+	return false
+}
+
+// rowType returns the first field of line, trimmed and unquoted.
+func rowType(line []byte) string {
+	if i := bytes.IndexAny(line, ",\t\r\n"); i >= 0 {
+		line = line[:i]
 	}
-	return string(bytes.Trim(bytes.TrimSpace(head), `"`)) == "RH"
+	return string(bytes.Trim(bytes.TrimSpace(line), `"`))
+}
+
+// Headless says how head, the start of a file Detect refused, looks like a
+// settlement report that lost its first rows: every line starts with an STL
+// row type, there are CH or SB rows, and the first row is not RH. Such a
+// file is an excerpt, or was cut at the top, and stays unread: the rows it
+// lost would make effects look missing. whole says that head is the whole
+// file, so that the footers it lacks can be named too. It returns "" when
+// head does not look like such a file.
+func Headless(name string, head []byte, whole bool) string {
+	if otherReport(name) {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF")), []byte("\n"))
+	if !whole {
+		lines = lines[:len(lines)-1] // the last one may be cut
+	}
+	seen := map[string]bool{}
+	first := ""
+	for _, l := range lines {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		typ := upper(rowType(l))
+		if !slices.Contains(rowTypes, typ) {
+			return ""
+		}
+		first = cmp.Or(first, typ)
+		seen[typ] = true
+	}
+	if first == "" || first == "RH" || !seen["CH"] && !seen["SB"] {
+		return ""
+	}
+	var there, start, end []string // the row types present, and those missing that start and end the file
+	for i, typ := range rowTypes {
+		switch {
+		case seen[typ]:
+			there = append(there, typ)
+		case i < 4:
+			start = append(start, typ)
+		case whole:
+			end = append(end, typ)
+		}
+	}
+	msg := fmt.Sprintf("looks like a PayPal settlement report (STL): its %s rows are there, but %s", list(there), missingHead(start))
+	switch {
+	case len(end) == 1:
+		msg += fmt.Sprintf(", and so is the %s row that ends it", end[0])
+	case len(end) > 1:
+		msg += fmt.Sprintf(", and so are the %s rows that end it", list(end))
+	}
+	return msg + "; the file may be an excerpt or cut at the top, and is not read: download the whole report from PayPal again"
+}
+
+// missingHead says that the rows that start a file are missing.
+func missingHead(rows []string) string {
+	if len(rows) == 1 {
+		return fmt.Sprintf("the %s row that starts the file is missing", rows[0])
+	}
+	return fmt.Sprintf("the %s rows that start the file are missing", list(rows))
+}
+
+// list writes "A", "A and B", "A, B and C".
+func list(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // Parse reads a settlement report from r and gives every row's outcome to
@@ -203,6 +286,10 @@ func (p *parser) unreadable(pe *csv.ParseError, raw string) error {
 func (p *parser) row(rec []string, line int, raw string, first bool) error {
 	typ := upper(tabular.Trim(rec[0]))
 	if first && typ != "RH" {
+		if i := slices.Index(rowTypes, typ); i > 0 {
+			return fmt.Errorf("line %d: looks like a PayPal settlement report (STL), but its first row is %s, not the report header (RH): %s; "+
+				"the file may be an excerpt or cut at the top", line, typ, missingHead(rowTypes[:min(i, 4)]))
+		}
 		return fmt.Errorf("line %d: not a PayPal settlement report (STL): the first row is %q, not a report header (RH)", line, rec[0])
 	}
 	if p.ffLine != 0 {

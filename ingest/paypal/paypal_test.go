@@ -197,14 +197,22 @@ func TestKindOf(t *testing.T) {
 		"T0000": reconcile.KindCharge, "T0003": reconcile.KindCharge, "T0006": reconcile.KindCharge,
 		"T0106": reconcile.KindFee, "T1108": reconcile.KindFee, "T1109": reconcile.KindFee,
 		"T0200": reconcile.KindTransfer, "T0300": reconcile.KindTransfer, "T2201": reconcile.KindTransfer,
-		"T0400": reconcile.KindPayout, "T0403": reconcile.KindPayout,
-		"T1106": reconcile.KindRefund, "T1107": reconcile.KindRefund, "T1110": reconcile.KindAdjustment,
+		"T0400": reconcile.KindPayout, "T0403": reconcile.KindPayout, "T1101": reconcile.KindPayout,
+		"T1104": reconcile.KindTransfer, "T1114": reconcile.KindTransfer, "T1115": reconcile.KindTransfer,
+		"T1100": reconcile.KindRefund, "T1106": reconcile.KindRefund, "T1107": reconcile.KindRefund,
+		"T1105": reconcile.KindAdjustment, "T1110": reconcile.KindAdjustment,
 		"T1201": reconcile.KindDispute, "T1202": reconcile.KindDispute, "T1200": reconcile.KindAdjustment,
 		"T0800": reconcile.KindAdjustment, "T1500": reconcile.KindAdjustment, "T2103": reconcile.KindAdjustment,
 		"T1300": reconcile.KindOther, "T9900": reconcile.KindOther, "T9999": reconcile.KindOther, "X1": reconcile.KindOther, "": reconcile.KindOther,
 	} {
-		if got := kindOf(code); got != want {
-			t.Errorf("kindOf(%q) = %s, want %s", code, got, want)
+		if got := kindOf(code, false); got != want {
+			t.Errorf("kindOf(%q, false) = %s, want %s", code, got, want)
+		}
+		if want == reconcile.KindCharge {
+			want = reconcile.KindTransfer // a payment sent
+		}
+		if got := kindOf(code, true); got != want {
+			t.Errorf("kindOf(%q, true) = %s, want %s", code, got, want)
 		}
 	}
 }
@@ -228,7 +236,9 @@ func TestRejections(t *testing.T) {
 		{"bad flag", sb(map[string]string{"Transaction Debit or Credit": "C"}), `Transaction Debit or Credit is "C", want CR or DR`},
 		{"fee without flag", sb(map[string]string{"Fee Amount": "30", "Fee Currency": "USD"}), "Fee Debit or Credit is empty for an amount of 30"},
 		{"mangled invoice", sb(map[string]string{"Invoice ID": "2.44123E+11"}), `column Invoice ID holds "2.44123E+11", a number in scientific notation`},
-		{"mangled bank reference", sb(map[string]string{"Bank Reference ID": "1.04743E+12"}), "column Bank Reference ID holds"},
+		{"mangled transaction id", sb(map[string]string{"Transaction ID": "9.01234E+16"}), `column Transaction ID holds "9.01234E+16", a number in scientific notation`},
+		{"mangled custom field", sb(map[string]string{"Custom Field": "4.4E+09"}), `column Custom Field holds "4.4E+09"`},
+		{"mangled reference id", sb(map[string]string{"PayPal Reference ID": "1.2E+15", "PayPal Reference ID Type": "TXN"}), "column PayPal Reference ID holds"},
 		{"bad date", sb(map[string]string{"Transaction Initiation Date": "2024/02/30 10:00:00 -0700"}), `Transaction Initiation Date "2024/02/30 10:00:00 -0700" is not a date`},
 		{"date without offset", sb(map[string]string{"Transaction Initiation Date": "2024/05/01 10:00:00"}), "is not a date like 2006/01/02 15:04:05 -0700"},
 		{"empty transaction id", sb(map[string]string{"Transaction ID": ""}), "Transaction ID is empty"},
@@ -307,7 +317,8 @@ func TestFatal(t *testing.T) {
 		corrupt bool
 	}{
 		{"empty file", "", "line 1: empty file", false},
-		{"smashpig-style excerpt without RH", strings.Join(lines[2:], ""), `line 1: not a PayPal settlement report (STL): the first row is "SH", not a report header (RH)`, false},
+		{"smashpig-style excerpt without RH", strings.Join(lines[2:], ""), `line 1: looks like a PayPal settlement report (STL), but its first row is SH, not the report header (RH): the RH and FH rows that start the file are missing; the file may be an excerpt or cut at the top`, false},
+		{"not an STL file", "notes,1\n", `line 1: not a PayPal settlement report (STL): the first row is "notes", not a report header (RH)`, false},
 		{"truncated in the body", cut(6), "line 6: corrupt or truncated STL: the file ends without its file footer (FF)", true},
 		{"truncated before FF", cut(len(lines) - 2), "corrupt or truncated STL: the file ends without its file footer (FF)", true},
 		{"section count", strings.Replace(good, `"SC",2`, `"SC",3`, 1), "line 9: corrupt or truncated STL: section footer (SC) says 3 rows, found 2", true},
@@ -446,4 +457,118 @@ func BenchmarkParse(b *testing.B) {
 
 func BenchmarkReadCSV(b *testing.B) {
 	ingesttest.BenchReadCSV(b, benchInput(100_000))
+}
+
+// A spreadsheet-mangled value in a column the parser does not read keeps
+// the row, flagged; in a column it reads, the row is rejected (TestRejections).
+func TestMangledUnreadColumns(t *testing.T) {
+	tests := []struct {
+		name    string
+		v       map[string]string
+		mangled string
+		meta    map[string]string // other Metadata entries the row must keep
+	}{
+		{"bank reference id", map[string]string{"Bank Reference ID": "1.2302025304E+022"}, "Bank Reference ID",
+			map[string]string{"bank_reference_id": "1.2302025304E+022"}},
+		{"two unread columns", map[string]string{"Consumer ID": "3.1E+11", "Store ID": "7E+05", "Invoice ID": "inv-7"}, "Consumer ID, Store ID",
+			map[string]string{"consumer_id": "3.1E+11", "store_id": "7E+05", "invoice_id": "inv-7"}},
+		{"a column the parser does not know", map[string]string{"Credit Term": "1.5E+3"}, "Credit Term",
+			map[string]string{"Credit Term": "1.5E+3"}},
+		{"no mangled value", map[string]string{"Bank Reference ID": "1047000000001"}, "",
+			map[string]string{"bank_reference_id": "1047000000001"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := one(t, tt.v)
+			if c.Call != "evidence" {
+				t.Fatalf("Parse(SB with %v) = %s %q, want evidence", tt.v, c.Call, c.Reason)
+			}
+			e := c.Evidence
+			if got := e.Metadata["mangled"]; got != tt.mangled {
+				t.Errorf("Parse(SB with %v): Metadata[mangled] = %q, want %q", tt.v, got, tt.mangled)
+			}
+			for k, want := range tt.meta {
+				if got := e.Metadata[k]; got != want {
+					t.Errorf("Parse(SB with %v): Metadata[%s] = %q, want %q", tt.v, k, got, want)
+				}
+			}
+			if e.TxID != "9XY12345AB6789012" || e.Kind != reconcile.KindCharge || e.Amount.Minor != 1000 {
+				t.Errorf("Parse(SB with %v) = %s %s %d, want the charge 9XY12345AB6789012 of 1000", tt.v, e.TxID, e.Kind, e.Amount.Minor)
+			}
+		})
+	}
+}
+
+// A payment code (T00xx) debited is a payment we sent, never a charge; the
+// other codes keep their kind whatever the direction.
+func TestKindByDirection(t *testing.T) {
+	tests := []struct {
+		code, flag string
+		want       reconcile.Kind
+	}{
+		{"T0006", "CR", reconcile.KindCharge},
+		{"T0006", "DR", reconcile.KindTransfer},
+		{"T0000", "CR", reconcile.KindCharge},
+		{"T0000", "DR", reconcile.KindTransfer},
+		{"T0001", "DR", reconcile.KindTransfer}, // a mass payment we sent
+		{"T0002", "DR", reconcile.KindTransfer},
+		{"T0013", "CR", reconcile.KindCharge},
+		{"t0007", "dr", reconcile.KindTransfer},
+		{"T0400", "DR", reconcile.KindPayout},
+		{"T0400", "CR", reconcile.KindPayout},
+		{"T1107", "DR", reconcile.KindRefund},
+		{"T1106", "DR", reconcile.KindRefund},
+		{"T1201", "DR", reconcile.KindDispute},
+		{"T1201", "CR", reconcile.KindDispute},
+		{"T1101", "CR", reconcile.KindPayout},     // reversal of a withdrawal to the bank
+		{"T1104", "DR", reconcile.KindTransfer},   // reversal of a bank deposit
+		{"T1105", "CR", reconcile.KindAdjustment}, // release of an account hold
+		{"T1114", "CR", reconcile.KindTransfer},   // a mass payment we sent, reversed
+		{"T1115", "CR", reconcile.KindTransfer},   // a mass payment we sent, refunded
+		{"T9999", "DR", reconcile.KindOther},
+	}
+	for _, tt := range tests {
+		c := one(t, map[string]string{"Transaction Event Code": tt.code, "Transaction Debit or Credit": tt.flag})
+		if c.Call != "evidence" {
+			t.Errorf("Parse(%s %s) = %s %q, want evidence", tt.code, tt.flag, c.Call, c.Reason)
+			continue
+		}
+		e := c.Evidence
+		if e.Kind != tt.want || e.RawKind != strings.ToUpper(tt.code) {
+			t.Errorf("Parse(%s %s) = kind %s, raw kind %q; want %s, %q", tt.code, tt.flag, e.Kind, e.RawKind, tt.want, strings.ToUpper(tt.code))
+		}
+	}
+}
+
+func TestHeadless(t *testing.T) {
+	whole := build([]string{sb(nil)})
+	lines := strings.SplitAfter(whole, "\n")
+	body := strings.Join(lines[2:], "") // SH ... FF
+	tests := []struct {
+		name, file, head string
+		whole            bool
+		want             string // "" when the head does not look like a headless STL file
+	}{
+		{"body without RH and FH", "stl.csv", body, true,
+			"looks like a PayPal settlement report (STL): its SH, CH, SB, SF, SC, RF, RC and FF rows are there, but the RH and FH rows that start the file are missing; the file may be an excerpt or cut at the top"},
+		{"without RH only", "stl.csv", strings.Join(lines[1:], ""), true,
+			"its FH, SH, CH, SB, SF, SC, RF, RC and FF rows are there, but the RH row that starts the file is missing;"},
+		{"an excerpt without its footers", "stl.csv", strings.Join(lines[3:5], ""), true,
+			"its CH and SB rows are there, but the RH, FH and SH rows that start the file are missing, and so are the SF, SC, RF, RC and FF rows that end it; the file may be an excerpt or cut at the top"},
+		{"the start of a longer file", "stl.csv", strings.Join(lines[3:5], "") + `"SB","1`, false,
+			"its CH and SB rows are there, but the RH, FH and SH rows that start the file are missing; the file may be an excerpt"},
+		{"tab separated, BOM, CRLF", "stl.txt", "\xEF\xBB\xBFSH\tx\r\nCH\tTransaction ID\r\nSB\t1\r\n", false,
+			"its SH, CH and SB rows are there, but the RH and FH rows"},
+		{"a whole report", "stl.csv", whole, true, ""},
+		{"a transaction detail report", "TRR-20240501.01.008.CSV", body, true, ""},
+		{"only footers", "stl.csv", `"SF","USD",0,0,0,0` + "\n" + `"SC",0` + "\n", true, ""},
+		{"another CSV", "x.csv", "SB,1\nnotes,2\n", true, ""},
+		{"empty", "x.csv", "", true, ""},
+	}
+	for _, tt := range tests {
+		got := Headless(tt.file, []byte(tt.head), tt.whole)
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: Headless(%q, %q, %v) = %q, want %q", tt.name, tt.file, tt.head, tt.whole, got, tt.want)
+		}
+	}
 }

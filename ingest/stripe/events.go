@@ -69,6 +69,8 @@ type object struct {
 	// version 2022-11-15 introduced latest_charge.
 	Charges *chargeList `json:"charges"`
 	Refunds *refundList `json:"refunds"`
+	// BalanceTransactions are a dispute's: see disputeTxn.
+	BalanceTransactions []disputeTxn `json:"balance_transactions"`
 
 	// meta is the metadata in the order given, repeated keys and all.
 	meta []metaPair
@@ -546,6 +548,13 @@ func (d *jsonScan) object(o *object) {
 		case "refunds":
 			d.once(&seen, 16)
 			o.Refunds = d.refunds()
+		case "balance_transactions":
+			// Only disputes list them, a few small objects: encoding/json
+			// reads them, and a shape it fails on is left to it whole.
+			d.once(&seen, 17)
+			if v := d.value(); !d.failed && json.Unmarshal([]byte(v), &o.BalanceTransactions) != nil {
+				d.fail()
+			}
 		default:
 			d.other(key)
 		}
@@ -833,37 +842,6 @@ func (p *eventParser) refund(ev *event, o *object, e reconcile.Evidence) ([]*rec
 		e.Failed = true
 	}
 	return p.one(ev, o, e, -amount, o.Reason)
-}
-
-func (p *eventParser) dispute(ev *event, o *object, e reconcile.Evidence) ([]*reconcile.Evidence, string, error) {
-	if o.ID == "" {
-		return nil, "", reject("event %s: the dispute has no id", ev.ID)
-	}
-	charge, err := idOf(o.Charge, "charge")
-	if err != nil {
-		return nil, "", reject("event %s: %v", ev.ID, err)
-	}
-	pi, err := idOf(o.PaymentIntent, "payment_intent")
-	if err != nil {
-		return nil, "", reject("event %s: %v", ev.ID, err)
-	}
-	amount, err := minor(o, o.Amount)
-	if err != nil {
-		return nil, "", reject("event %s: %v", ev.ID, err)
-	}
-	if ev.Type != "charge.dispute.funds_reinstated" {
-		amount = -amount
-	}
-	e.TxID, e.ParentTxID, e.PaymentIntent, e.Kind = o.ID, charge, pi, reconcile.KindDispute
-	// An inquiry (warning_*) withdraws no funds; one closed as an inquiry
-	// never will.
-	switch {
-	case o.Status == "warning_closed":
-		e.Failed = true
-	case strings.HasPrefix(o.Status, "warning_"):
-		e.Pending = true
-	}
-	return p.one(ev, o, e, amount, o.Reason)
 }
 
 func (p *eventParser) payout(ev *event, o *object, e reconcile.Evidence) ([]*reconcile.Evidence, string, error) {

@@ -105,7 +105,7 @@ func TestEventMappings(t *testing.T) {
 			summary{TxID: "re_1", ParentTxID: "ch_1", PaymentIntent: "pi_1", Kind: reconcile.KindRefund, Amount: usd(-400), Failed: true}},
 		{"refund canceled", evt("evt_1", "charge.refund.updated", fmt.Sprintf(re, "canceled", "")),
 			summary{TxID: "re_1", ParentTxID: "ch_1", PaymentIntent: "pi_1", Kind: reconcile.KindRefund, Amount: usd(-400), Failed: true}},
-		{"dispute opened", evt("evt_1", "charge.dispute.created", fmt.Sprintf(du, "needs_response")),
+		{"dispute opened", evt("evt_1", "charge.dispute.created", disputeObj("needs_response", withdrawal)),
 			summary{TxID: "du_1", ParentTxID: "ch_1", PaymentIntent: "pi_1", Kind: reconcile.KindDispute, Amount: usd(-1000)}},
 		{"dispute funds withdrawn", evt("evt_1", "charge.dispute.funds_withdrawn", fmt.Sprintf(du, "needs_response")),
 			summary{TxID: "du_1", ParentTxID: "ch_1", PaymentIntent: "pi_1", Kind: reconcile.KindDispute, Amount: usd(-1000)}},

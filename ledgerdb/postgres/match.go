@@ -225,8 +225,10 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	var unlinked, ambiguousIntent, ambiguousParent int
-	if err := m.conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE own = 0 AND pi <> pi_hi), count(*) FILTER (WHERE own = 0 AND parent <> parent_hi)
-		FROM m_tx WHERE link IS NULL`).Scan(&unlinked, &ambiguousIntent, &ambiguousParent); err != nil {
+	var loose bool // refunds or disputes that link to no effect
+	if err := m.conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE link IS NULL), count(*) FILTER (WHERE own = 0 AND pi <> pi_hi),
+		count(*) FILTER (WHERE own = 0 AND parent <> parent_hi), coalesce(bool_or(link IS NULL AND kind IN ('refund', 'dispute')), false)
+		FROM m_tx WHERE link IS NULL OR kind = $1`, charge).Scan(&unlinked, &ambiguousIntent, &ambiguousParent, &loose); err != nil {
 		return err
 	}
 	if ambiguousIntent > 0 {
@@ -244,13 +246,24 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
+	if loose {
+		if err := exec(matchChargeIDs, charge); err != nil {
+			return err
+		}
+		if err := exec(`CREATE INDEX ON m_cid (id, provider); ANALYZE m_cid`); err != nil {
+			return err
+		}
+		if err := exec(matchRelated, charge); err != nil {
+			return err
+		}
+	}
 	if err := m.conflicts(ctx, tx(matchConflicts), sources, linkKinds, charge); err != nil {
 		return err
 	}
 	if err := exec(tx(matchPartKeys), sources, linkKinds, charge); err != nil {
 		return err
 	}
-	if err := exec(`DROP TABLE m_tx, m_coi, m_early; CREATE INDEX ON m_part (pkey); ANALYZE m_part`); err != nil {
+	if err := exec(`DROP TABLE IF EXISTS m_cid; DROP TABLE m_tx, m_coi, m_early; CREATE INDEX ON m_part (pkey); ANALYZE m_part`); err != nil {
 		return err
 	}
 	// The sources the records come from, and how many there are of each.

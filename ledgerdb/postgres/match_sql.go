@@ -7,13 +7,17 @@ package postgres
 //	m_early  the earlier records (source, seq) that name an effect in scope
 //	m_coi    the charge of each payment intent that a charge record names
 //	         without its charge id
-//	m_tx     one row per transaction: the effect it links to
+//	m_tx     one row per transaction: the effect it links to, or the
+//	         charge effect it refunds or disputes (rel)
+//	m_cid    the ids of the charges linked to effects, that a refund or
+//	         dispute linking to nothing names
 //	m_part   the records, each with its partition key: the key of the
 //	         effect its transaction links to, else its own id
 //
 // A record's transaction is (provider, kind, tid, own): tid is its id, or
 // its intent's charge, or its intent; own numbers a record with neither,
-// which is a transaction of its own. Text that is ordered (a smallest key,
+// which is a transaction of its own; a dispute's reinstatement (+) is
+// another transaction than its withdrawal. Text that is ordered (a smallest key,
 // the bounds of a partition) is compared byte by byte (COLLATE "C"), as Go
 // compares strings; columns keep the database's collation, so that
 // equality can use its indexes.
@@ -46,7 +50,8 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::t
 	// names by key or by external id.
 	matchScopeOpen  = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
 	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
-WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM evidence WHERE source_id = ANY($3) AND effect_key <> '')
+WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM evidence WHERE source_id = ANY($3) AND effect_key <> ''
+  UNION ALL SELECT parent_effect_key FROM evidence WHERE source_id = ANY($3) AND parent_effect_key <> '')
 UNION ` + matchEffect + `
 WHERE (e.status = 'abandoned' OR st.final) AND e.external_id IN (
   SELECT tx_id FROM evidence WHERE source_id = ANY($3) AND tx_id <> ''
@@ -54,9 +59,10 @@ WHERE (e.status = 'abandoned' OR st.final) AND e.external_id IN (
   UNION ALL SELECT parent_tx_id FROM evidence WHERE source_id = ANY($3) AND parent_tx_id <> '')`
 
 	// matchEarlier finds the earlier records that name an effect in scope
-	// by key or by its external id.
+	// by key (their own, or their payment's) or by its external id.
 	matchEarlier = `INSERT INTO m_early
 SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.key = x.effect_key WHERE x.source_id <> ALL($1)
+UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.key = x.parent_effect_key WHERE x.source_id <> ALL($1) AND x.parent_effect_key <> ''
 UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.tx_id WHERE x.source_id <> ALL($1) AND x.tx_id <> ''
 UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.payment_intent WHERE x.source_id <> ALL($1) AND x.payment_intent <> ''
 UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.parent_tx_id WHERE x.source_id <> ALL($1) AND x.parent_tx_id <> ''`
@@ -75,9 +81,9 @@ UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = 
 	// record needs its intent's charge (m_coi is empty, as it mostly is),
 	// matchTxOfNone and matchTidNone spare the join.
 	matchTxOf     = ` LEFT JOIN m_coi c ON r.kind = $3 AND r.tx_id = '' AND c.provider = r.provider AND c.payment_intent = r.payment_intent`
-	matchTid      = `coalesce(nullif(r.tx_id, ''), c.tx_id, r.payment_intent)`
+	matchTid      = `coalesce(nullif(r.tx_id, ''), c.tx_id, r.payment_intent) || CASE WHEN r.kind = 'dispute' AND r.amount_minor > 0 THEN '+' ELSE '' END`
 	matchTxOfNone = ` LEFT JOIN (SELECT $3::text AS tx_id) c ON false`
-	matchTidNone  = `coalesce(nullif(r.tx_id, ''), r.payment_intent)`
+	matchTidNone  = `coalesce(nullif(r.tx_id, ''), r.payment_intent) || CASE WHEN r.kind = 'dispute' AND r.amount_minor > 0 THEN '+' ELSE '' END`
 	matchOwn      = `CASE WHEN r.tx_id = '' AND r.payment_intent = '' THEN r.source_id << 32 | r.seq ELSE 0 END`
 
 	// matchChargeOfIntent gives a charge record that names only its
@@ -93,15 +99,20 @@ ORDER BY r.provider, r.payment_intent, s.uri COLLATE "C", r.line, r.tx_id COLLAT
 	// matchTransactions links each transaction by effect key: the smallest
 	// key any of its records names of an effect in scope of the same
 	// provider whose step makes its kind. It keeps the payment intent and
-	// parent ids its records name, for the links by id.
+	// parent ids its records name, for the links by id, and for a refund or
+	// dispute the keys of charge effects it names (ckey, and its payment's
+	// key pay_key), for matchRelated.
 	matchTransactions = `CREATE TEMP TABLE m_tx AS
-SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own, min(e.key COLLATE "C") AS link, max(e.key COLLATE "C") AS link_hi,
+SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own,
+  min(e.key COLLATE "C") FILTER (WHERE e.kind = r.kind) AS link, max(e.key COLLATE "C") FILTER (WHERE e.kind = r.kind) AS link_hi,
+  min(e.key COLLATE "C") FILTER (WHERE e.kind = $3 AND r.kind IN ('refund', 'dispute')) AS ckey,
+  min(r.parent_effect_key COLLATE "C") FILTER (WHERE r.parent_effect_key <> '') COLLATE "default" AS pay_key, NULL::text COLLATE "C" AS rel,
   min(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi,
   max(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi_hi,
   min(r.parent_tx_id COLLATE "C") FILTER (WHERE r.parent_tx_id <> '') COLLATE "default" AS parent,
   max(r.parent_tx_id COLLATE "C") FILTER (WHERE r.parent_tx_id <> '') COLLATE "default" AS parent_hi
 FROM ` + matchRecords + matchTxOf + `
-LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
+LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider
 GROUP BY 1, 2, 3, 4`
 
 	// matchConflicts lists, for each transaction whose records name two
@@ -113,22 +124,23 @@ JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.
 WHERE t.link <> t.link_hi`
 
 	// matchFirstIDs settles, for the rare transaction whose records name
-	// different payment intents or parents, the one the matcher links by:
-	// that of its first record in source, line and content order.
+	// different payment intents or parents, the one the matcher links (or,
+	// for a charge, relates its refunds) by: that of its first record in
+	// source, line and content order.
 	matchFirstIDs = `UPDATE m_tx t SET pi = f.pi FROM (
   SELECT DISTINCT ON (r.provider, r.kind, ` + matchTid + `) r.provider, r.kind, ` + matchTid + ` AS tid, r.payment_intent AS pi
   FROM ` + matchRecords + matchTxOf + ` JOIN source s ON s.id = r.source_id
-  WHERE r.payment_intent <> '' AND (r.provider, r.kind, ` + matchTid + `) IN (SELECT provider, kind, tid FROM m_tx WHERE link IS NULL AND own = 0 AND pi <> pi_hi)
+  WHERE r.payment_intent <> '' AND (r.provider, r.kind, ` + matchTid + `) IN (SELECT provider, kind, tid FROM m_tx WHERE (link IS NULL OR kind = $3) AND own = 0 AND pi <> pi_hi)
   ORDER BY r.provider, r.kind, ` + matchTid + `, s.uri COLLATE "C", r.line, r.tx_id COLLATE "C", r.amount_minor, r.currency COLLATE "C",
     r.occurred_at NULLS FIRST, r.effect_key COLLATE "C", r.payment_intent COLLATE "C") f
-WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
+WHERE (t.link IS NULL OR t.kind = $3) AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
 	matchFirstParents = `UPDATE m_tx t SET parent = f.parent FROM (
   SELECT DISTINCT ON (r.provider, r.kind, ` + matchTid + `) r.provider, r.kind, ` + matchTid + ` AS tid, r.parent_tx_id AS parent
   FROM ` + matchRecords + matchTxOf + ` JOIN source s ON s.id = r.source_id
-  WHERE r.parent_tx_id <> '' AND (r.provider, r.kind, ` + matchTid + `) IN (SELECT provider, kind, tid FROM m_tx WHERE link IS NULL AND own = 0 AND parent <> parent_hi)
+  WHERE r.parent_tx_id <> '' AND (r.provider, r.kind, ` + matchTid + `) IN (SELECT provider, kind, tid FROM m_tx WHERE (link IS NULL OR kind = $3) AND own = 0 AND parent <> parent_hi)
   ORDER BY r.provider, r.kind, ` + matchTid + `, s.uri COLLATE "C", r.line, r.tx_id COLLATE "C", r.amount_minor, r.currency COLLATE "C",
     r.occurred_at NULLS FIRST, r.effect_key COLLATE "C", r.payment_intent COLLATE "C", r.parent_tx_id COLLATE "C") f
-WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
+WHERE (t.link IS NULL OR t.kind = $3) AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
 
 	// matchByID links the transactions no key links by their own id, then
 	// their payment intent, then their parent, then the part of their id
@@ -148,13 +160,36 @@ WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.ki
     ORDER BY s.key COLLATE "C" DESC LIMIT 1))
 WHERE t.link IS NULL`
 
+	// matchRelated gives each refund or dispute that links to no effect
+	// the charge effect it belongs to, as matcher's relater finds it: the
+	// effect its payment's key names, else the smallest charge effect key
+	// its records name, else the effect whose linked charge (m_cid: the
+	// smallest key) or whose external id (the greatest key) is its parent,
+	// then its payment intent. $1 is the charge kind. matchChargeIDs makes
+	// m_cid first.
+	matchChargeIDs = `CREATE TEMP TABLE m_cid AS
+SELECT c.provider, x.id, min(c.link COLLATE "C") AS link FROM m_tx c
+CROSS JOIN LATERAL (VALUES (nullif(c.tid, '')), (c.pi), (c.parent),
+  (CASE WHEN c.own = 0 AND position('/' IN c.tid) > 0 THEN nullif(substr(c.tid, position('/' IN c.tid) + 1), '') END)) AS x(id)
+WHERE c.kind = $1 AND c.link IS NOT NULL AND x.id IN (
+  SELECT parent FROM m_tx WHERE link IS NULL AND kind IN ('refund', 'dispute') UNION SELECT pi FROM m_tx WHERE link IS NULL AND kind IN ('refund', 'dispute'))
+GROUP BY 1, 2`
+	matchRelated = `UPDATE m_tx t SET rel = coalesce(
+  (SELECT s.key FROM m_eff s WHERE s.key = t.pay_key AND s.provider = t.provider AND s.kind = $1),
+  t.ckey,
+  (SELECT c.link FROM m_cid c WHERE c.provider = t.provider AND c.id = t.parent),
+  (SELECT s.key FROM m_eff s WHERE s.external_id = t.parent AND s.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1),
+  (SELECT c.link FROM m_cid c WHERE c.provider = t.provider AND c.id = t.pi),
+  (SELECT s.key FROM m_eff s WHERE s.external_id = t.pi AND s.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1))
+WHERE t.link IS NULL AND t.kind IN ('refund', 'dispute')`
+
 	// matchPartKeys gives every record the key of its partition. A
 	// transaction that links to nothing is placed by its own id; a record
 	// of its own by its source and line, so that the records of one line
 	// that link to nothing stay together.
 	matchPartKeys = `CREATE TEMP TABLE m_part AS
-SELECT coalesce(t.link, (CASE WHEN t.own = 0 THEN t.tid ELSE (SELECT uri FROM source WHERE id = r.source_id) || ':' || r.line END) COLLATE "C") AS pkey,
-  t.link IS NOT NULL AS linked, r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at,
+SELECT coalesce(t.link, t.rel, (CASE WHEN t.own = 0 THEN t.tid ELSE (SELECT uri FROM source WHERE id = r.source_id) || ':' || r.line END) COLLATE "C") AS pkey,
+  coalesce(t.link, t.rel) IS NOT NULL AS linked, r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at,
   r.pending, r.failed, r.effect_key, r.parent_effect_key, r.payment_intent, r.parent_tx_id
 FROM ` + matchRecords + matchTxOf + `
 JOIN m_tx t ON t.provider = r.provider AND t.kind = r.kind AND t.tid = ` + matchTid + ` AND t.own = ` + matchOwn

@@ -24,6 +24,7 @@ func jsonList[T any](v []T) string {
 func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
 	return s.queryEvidence(ctx, `WHERE ev.source_id NOT IN (SELECT value FROM json_each(?3)) AND (
 		(ev.effect_key <> '' AND ev.effect_key IN (SELECT value FROM json_each(?1)))
+		OR (ev.parent_effect_key <> '' AND ev.parent_effect_key IN (SELECT value FROM json_each(?1)))
 		OR (ev.tx_id <> '' AND ev.tx_id IN (SELECT value FROM json_each(?2)))
 		OR (ev.payment_intent <> '' AND ev.payment_intent IN (SELECT value FROM json_each(?2)))
 		OR (ev.parent_tx_id <> '' AND ev.parent_tx_id IN (SELECT value FROM json_each(?2))))`,

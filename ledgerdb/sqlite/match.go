@@ -191,9 +191,10 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := m.conflicts(ctx); err != nil {
 		return err
 	}
-	var unlinked, ambiguous int
-	if err := m.conn.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(own = 0 AND (pi <> pi_hi OR parent <> parent_hi)), 0)
-		FROM m_tx WHERE link IS NULL`).Scan(&unlinked, &ambiguous); err != nil {
+	var unlinked, ambiguous, loose int // loose: refunds or disputes that link to no effect
+	if err := m.conn.QueryRowContext(ctx, `SELECT coalesce(sum(link IS NULL), 0), coalesce(sum(own = 0 AND (pi <> pi_hi OR parent <> parent_hi)), 0),
+		coalesce(sum(link IS NULL AND kind IN ('refund', 'dispute')), 0)
+		FROM m_tx WHERE link IS NULL OR kind = 'charge'`).Scan(&unlinked, &ambiguous, &loose); err != nil {
 		return err
 	}
 	if ambiguous > 0 {
@@ -203,6 +204,11 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	}
 	if unlinked > 0 {
 		if err := exec(matchByID); err != nil {
+			return err
+		}
+	}
+	if loose > 0 {
+		if err := exec(matchRelated); err != nil {
 			return err
 		}
 	}

@@ -11,13 +11,15 @@ const (
 DROP TABLE IF EXISTS temp.m_rec;
 DROP TABLE IF EXISTS temp.m_tx;
 DROP TABLE IF EXISTS temp.m_part;
+DROP TABLE IF EXISTS temp.m_cid;
 CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
   external_id TEXT, created_at TEXT NOT NULL, amount TEXT, currency TEXT, request TEXT, class TEXT, final INTEGER NOT NULL)`
 
 	matchTeardown = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_rec;
 DROP TABLE IF EXISTS temp.m_tx;
-DROP TABLE IF EXISTS temp.m_part`
+DROP TABLE IF EXISTS temp.m_part;
+DROP TABLE IF EXISTS temp.m_cid`
 
 	// matchScope takes every effect not finally reconciled and not
 	// abandoned, and every other one the run's evidence names by key or by
@@ -32,7 +34,8 @@ SELECT e.key, e.provider, e.step, coalesce(k.value, ''), e.status, e.external_id
   st.class, coalesce(st.final, 0)
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN json_each(?2) AS k ON k.key = e.step
 WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
-   OR +e.key IN (SELECT effect_key FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND effect_key <> '')
+   OR +e.key IN (SELECT effect_key FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND effect_key <> ''
+     UNION ALL SELECT parent_effect_key FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND parent_effect_key <> '')
    OR +e.external_id IN (
      SELECT tx_id FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND tx_id <> ''
      UNION ALL SELECT payment_intent FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND payment_intent <> ''
@@ -40,13 +43,14 @@ WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
 
 	matchRecordCols = `ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency, ev.occurred_at,
   ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id,
-  CASE WHEN ev.tx_id <> '' THEN ev.tx_id ELSE ev.payment_intent END AS tid,
+  CASE WHEN ev.tx_id <> '' THEN ev.tx_id ELSE ev.payment_intent END || CASE WHEN ev.kind = 'dispute' AND ev.amount_minor > 0 THEN '+' ELSE '' END AS tid,
   CASE WHEN ev.tx_id = '' AND ev.payment_intent = '' THEN ev.source_id << 32 | ev.seq ELSE 0 END AS own`
 	matchRecords = `CREATE TEMP TABLE m_rec AS SELECT 1 AS mine, ` + matchRecordCols + `
 FROM evidence ev WHERE ev.source_id IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT value FROM json_each(?2))`
 	matchEarlier = `INSERT INTO m_rec SELECT 0, ` + matchRecordCols + `
 FROM evidence ev WHERE ev.rowid IN (
   SELECT rowid FROM evidence WHERE effect_key IN (SELECT key FROM m_eff)
+  UNION SELECT rowid FROM evidence WHERE parent_effect_key IN (SELECT key FROM m_eff)
   UNION SELECT rowid FROM evidence WHERE tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> '')
   UNION SELECT rowid FROM evidence WHERE payment_intent IN (SELECT external_id FROM m_eff WHERE external_id <> '')
   UNION SELECT rowid FROM evidence WHERE parent_tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> ''))
@@ -62,10 +66,12 @@ AND ev.source_id NOT IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT
 WHERE r.kind = ?1 AND r.tx_id = '' AND r.provider = c.provider AND r.payment_intent = c.payment_intent`
 
 	matchTransactions = `CREATE TEMP TABLE m_tx AS
-SELECT r.provider, r.kind, r.tid, r.own, min(e.key) AS link, max(e.key) AS link_hi,
+SELECT r.provider, r.kind, r.tid, r.own, min(e.key) FILTER (WHERE e.kind = r.kind) AS link, max(e.key) FILTER (WHERE e.kind = r.kind) AS link_hi,
+  min(e.key) FILTER (WHERE e.kind = 'charge' AND r.kind IN ('refund', 'dispute')) AS ckey,
+  min(r.parent_effect_key) FILTER (WHERE r.parent_effect_key <> '') AS pay_key, NULL AS rel,
   min(r.payment_intent) FILTER (WHERE r.payment_intent <> '') AS pi, max(r.payment_intent) FILTER (WHERE r.payment_intent <> '') AS pi_hi,
   min(r.parent_tx_id) FILTER (WHERE r.parent_tx_id <> '') AS parent, max(r.parent_tx_id) FILTER (WHERE r.parent_tx_id <> '') AS parent_hi
-FROM m_rec r LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider AND e.kind = r.kind
+FROM m_rec r LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider
 GROUP BY r.provider, r.kind, r.tid, r.own`
 
 	// matchConflicts lists, for each transaction whose records name two
@@ -81,17 +87,17 @@ WHERE t.link <> t.link_hi`
     SELECT r.provider, r.kind, r.tid, r.payment_intent AS pi, row_number() OVER (PARTITION BY r.provider, r.kind, r.tid
       ORDER BY s.uri, r.line, r.tx_id, r.amount_minor, r.currency, r.occurred_at, r.effect_key, r.payment_intent) AS n
     FROM m_rec r JOIN source s ON s.id = r.source_id
-    WHERE r.own = 0 AND r.payment_intent <> '' AND (r.provider, r.kind, r.tid) IN (SELECT provider, kind, tid FROM m_tx WHERE link IS NULL AND pi <> pi_hi))
+    WHERE r.own = 0 AND r.payment_intent <> '' AND (r.provider, r.kind, r.tid) IN (SELECT provider, kind, tid FROM m_tx WHERE (link IS NULL OR kind = 'charge') AND pi <> pi_hi))
   WHERE n = 1) AS f
-WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid;
+WHERE (t.link IS NULL OR t.kind = 'charge') AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid;
 UPDATE m_tx AS t SET parent = f.parent FROM (
   SELECT provider, kind, tid, parent FROM (
     SELECT r.provider, r.kind, r.tid, r.parent_tx_id AS parent, row_number() OVER (PARTITION BY r.provider, r.kind, r.tid
       ORDER BY s.uri, r.line, r.tx_id, r.amount_minor, r.currency, r.occurred_at, r.effect_key, r.payment_intent, r.parent_tx_id) AS n
     FROM m_rec r JOIN source s ON s.id = r.source_id
-    WHERE r.own = 0 AND r.parent_tx_id <> '' AND (r.provider, r.kind, r.tid) IN (SELECT provider, kind, tid FROM m_tx WHERE link IS NULL AND parent <> parent_hi))
+    WHERE r.own = 0 AND r.parent_tx_id <> '' AND (r.provider, r.kind, r.tid) IN (SELECT provider, kind, tid FROM m_tx WHERE (link IS NULL OR kind = 'charge') AND parent <> parent_hi))
   WHERE n = 1) AS f
-WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
+WHERE (t.link IS NULL OR t.kind = 'charge') AND t.own = 0 AND t.provider = f.provider AND t.kind = f.kind AND t.tid = f.tid`
 
 	matchByID = `UPDATE m_tx SET link = coalesce(
   (SELECT s.key FROM effect e JOIN m_eff s ON s.key = e.key
@@ -106,15 +112,39 @@ WHERE t.link IS NULL AND t.own = 0 AND t.provider = f.provider AND t.kind = f.ki
     ORDER BY s.key DESC LIMIT 1))
 WHERE link IS NULL`
 
+	// matchRelated gives each refund or dispute that links to no effect
+	// the charge effect it belongs to, as the PostgreSQL driver's
+	// matchRelated does.
+	matchRelated = `CREATE TEMP TABLE m_cid AS
+SELECT provider, id, min(link) AS link FROM (
+  SELECT provider, tid AS id, link FROM m_tx WHERE kind = 'charge' AND link IS NOT NULL AND tid <> ''
+  UNION ALL SELECT provider, pi, link FROM m_tx WHERE kind = 'charge' AND link IS NOT NULL AND pi <> ''
+  UNION ALL SELECT provider, parent, link FROM m_tx WHERE kind = 'charge' AND link IS NOT NULL AND parent <> ''
+  UNION ALL SELECT provider, substr(tid, instr(tid, '/') + 1), link FROM m_tx
+    WHERE kind = 'charge' AND link IS NOT NULL AND own = 0 AND instr(tid, '/') > 0 AND substr(tid, instr(tid, '/') + 1) <> '')
+WHERE id IN (SELECT parent FROM m_tx WHERE link IS NULL AND kind IN ('refund', 'dispute')
+  UNION SELECT pi FROM m_tx WHERE link IS NULL AND kind IN ('refund', 'dispute'))
+GROUP BY provider, id;
+CREATE INDEX temp.m_cid_id ON m_cid (id, provider);
+UPDATE m_tx SET rel = coalesce(
+  (SELECT s.key FROM m_eff s WHERE s.key = m_tx.pay_key AND s.provider = m_tx.provider AND s.kind = 'charge'),
+  m_tx.ckey,
+  (SELECT c.link FROM m_cid c WHERE c.provider = m_tx.provider AND c.id = m_tx.parent),
+  (SELECT s.key FROM m_eff s WHERE s.external_id = m_tx.parent AND s.provider = m_tx.provider AND s.kind = 'charge' ORDER BY s.key DESC LIMIT 1),
+  (SELECT c.link FROM m_cid c WHERE c.provider = m_tx.provider AND c.id = m_tx.pi),
+  (SELECT s.key FROM m_eff s WHERE s.external_id = m_tx.pi AND s.provider = m_tx.provider AND s.kind = 'charge' ORDER BY s.key DESC LIMIT 1))
+WHERE link IS NULL AND kind IN ('refund', 'dispute')`
+
 	matchPartKeys = `CREATE INDEX temp.m_tx_id ON m_tx (tid, provider, kind, own);
 CREATE TEMP TABLE m_part AS
-SELECT coalesce(t.link, CASE WHEN r.own = 0 THEN r.tid ELSE s.uri || ':' || r.line END) AS pkey, t.link IS NOT NULL AS linked,
+SELECT coalesce(t.link, t.rel, CASE WHEN r.own = 0 THEN r.tid ELSE s.uri || ':' || r.line END) AS pkey, coalesce(t.link, t.rel) IS NOT NULL AS linked,
   r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at, r.pending, r.failed,
   r.effect_key, r.parent_effect_key, r.payment_intent, r.parent_tx_id
 FROM m_rec r JOIN m_tx t ON t.tid = r.tid AND t.provider = r.provider AND t.kind = r.kind AND t.own = r.own
 LEFT JOIN source s ON r.own <> 0 AND s.id = r.source_id;
 DROP TABLE temp.m_rec;
 DROP TABLE temp.m_tx;
+DROP TABLE IF EXISTS temp.m_cid;
 CREATE INDEX temp.m_part_key ON m_part (pkey)`
 
 	matchBounds = `SELECT k FROM (SELECT key AS k, row_number() OVER (ORDER BY key) AS n FROM m_eff) WHERE n % ?1 = 0

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb/ledgertest"
+)
+
+// A refund a person made in the Stripe dashboard names our charge in its
+// payment_metadata and nothing in its refund_metadata. It is not
+// unexpected money: an ordinary night with such refunds pages nobody and
+// exits 0, the refund shows with its charge's effect, and an extra charge
+// a person already refunded in full is not refunded again.
+func TestDashboardRefundsOfOurChargesAreNotUnexpected(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		h := newHostile(t, l)
+		piA, chA := h.charge("a", "shop:charge:a", 10000)
+		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, piA, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:a", 10000))
+		partial := h.refund("", "", chA, 2500) // a goodwill refund by the support desk
+		piB, _ := h.charge("b", "shop:charge:b", 7000)
+		_, chB2 := h.charge("b-retry", "shop:charge:b", 7000)
+		h.effect("shop:charge:b", "charge", reconcile.StatusConfirmed, piB, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:b", 7000))
+		full := h.refund("", "", chB2, 7000) // the double charge, refunded by hand before the job saw it
+
+		code, r, errOut := h.run([]string{h.report("itemized.csv", nil)})
+		if r == nil {
+			t.Fatalf("run exited %d with no result: %s", code, errOut)
+		}
+		if code != 0 || r.Counts["unexpected"] != 0 {
+			t.Errorf("exit %d with %d unexpected, want 0 and 0: %+v\n%s", code, r.Counts["unexpected"], r.Discrepancies, errOut)
+		}
+		h.money(2, 3) // the two refunds the person made, and no more
+		if n := len(h.paged); n != 0 {
+			t.Errorf("%d pages, want none: %v", n, h.paged)
+		}
+		class, reason, outcomes := h.finding(r, "shop:charge:b")
+		if class != "duplicated" || len(outcomes) != 0 || !strings.Contains(reason, full) || !slices.Contains(h.related(r, "shop:charge:b"), full) {
+			t.Errorf("shop:charge:b: %s %v %q related %v, want duplicated, no action, with %s", class, outcomes, reason, h.related(r, "shop:charge:b"), full)
+		}
+		if code, out, errOut := reconcileCmd(t, "show", "shop:charge:a", "--ledger", l.URL); code != 0 || !strings.Contains(out, partial) {
+			t.Errorf("show shop:charge:a exited %d without the dashboard refund %s:\n%s%s", code, partial, out, errOut)
+		}
+	})
+}
+
+// An extra charge a person refunded only in part is not refunded by the
+// job (a second refund would fail or take the rest without a decision):
+// a person decides.
+func TestPartlyRefundedExtraChargeGoesToAPerson(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		h := newHostile(t, l)
+		pi, _ := h.charge("c", "shop:charge:c", 9000)
+		_, ch := h.charge("c-retry", "shop:charge:c", 9000)
+		h.effect("shop:charge:c", "charge", reconcile.StatusConfirmed, pi, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:c", 9000))
+		h.refund("", "", ch, 4000)
+
+		code, r, errOut := h.run([]string{h.report("itemized.csv", nil)})
+		if r == nil {
+			t.Fatalf("run exited %d with no result: %s", code, errOut)
+		}
+		h.money(1, 2)
+		_, _, outcomes := h.finding(r, "shop:charge:c")
+		if code != exitPerson || !slices.Equal(outcomes, []string{"escalate:escalated"}) || h.pagedAbout("shop:charge:c") != 1 {
+			t.Errorf("exit %d, shop:charge:c actions %v, %d pages; want %d and one page", code, outcomes, h.pagedAbout("shop:charge:c"), exitPerson)
+		}
+	})
+}
+
+// related returns the ids a result's finding for key shows as related.
+func (h *hostile) related(r *hostileResult, key string) []string {
+	for _, d := range r.Discrepancies {
+		if d.EffectKey == key {
+			return d.Related
+		}
+	}
+	return nil
+}

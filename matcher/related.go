@@ -1,0 +1,100 @@
+package matcher
+
+import (
+	"slices"
+
+	"reconcile"
+)
+
+// relater finds the charge effect that a refund or dispute no effect made
+// belongs to (DESIGN section 5): a refund a person made in the provider's
+// dashboard, an Adyen chargeback of one of our payments.
+type relater struct {
+	effects    []Effect
+	byKey      map[string]int
+	byExternal map[externalID]int
+	// charges maps the ids of the charge transactions linked to each
+	// effect (ch_, pi_, an Adyen PSP reference) to the effect.
+	charges map[externalID]int
+}
+
+func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalID]int, linked [][]*reconcile.Transaction) *relater {
+	r := &relater{effects: effects, byKey: byKey, byExternal: byExternal, charges: map[externalID]int{}}
+	for i := range effects {
+		if k, _ := ExpectedKind(effects[i].Step); k != reconcile.KindCharge {
+			continue
+		}
+		for _, tx := range linked[i] {
+			for _, id := range providerIDs(tx) {
+				if _, taken := r.charges[externalID{tx.Provider, id, reconcile.KindCharge}]; !taken {
+					r.charges[externalID{tx.Provider, id, reconcile.KindCharge}] = i
+				}
+			}
+		}
+	}
+	return r
+}
+
+// chargeOf returns the effect whose charge tx modifies: the one its records
+// name as the refunded payment's effect key, or by effect key, else the one
+// whose charge (or the ledger's external id) is tx's parent or payment
+// intent. A transaction in conflict belongs to nobody.
+func (r *relater) chargeOf(tx *reconcile.Transaction) (int, bool) {
+	if tx.Conflict != "" || (tx.Kind != reconcile.KindRefund && tx.Kind != reconcile.KindDispute) {
+		return 0, false
+	}
+	for _, k := range append([]string{tx.ParentKey}, tx.EffectKeys...) {
+		if i, ok := r.byKey[k]; ok && k != "" && r.effects[i].Provider == tx.Provider {
+			if kind, _ := ExpectedKind(r.effects[i].Step); kind == reconcile.KindCharge {
+				return i, true
+			}
+		}
+	}
+	for _, id := range []string{tx.ParentTxID, tx.PaymentIntent} {
+		if id == "" {
+			continue
+		}
+		x := externalID{tx.Provider, id, reconcile.KindCharge}
+		if i, ok := r.charges[x]; ok {
+			return i, true
+		}
+		if i, ok := r.byExternal[x]; ok {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// copied returns the transactions as values, nil when there are none.
+func copied(txs []*reconcile.Transaction) []reconcile.Transaction {
+	if len(txs) == 0 {
+		return nil
+	}
+	slices.SortFunc(txs, compareTx) // refunds and disputes were found in two passes
+	out := make([]reconcile.Transaction, len(txs))
+	for i, tx := range txs {
+		out[i] = *tx
+	}
+	return out
+}
+
+// refundedBy sums, by magnitude, the refunds among related that a
+// settlement report (not a webhook alone) shows and that name charge tx as
+// their parent, and returns their ids. Only those stand for a
+// compensation: anyone who can write a line into a webhook dump could
+// invent one.
+func refundedBy(tx *reconcile.Transaction, related []reconcile.Transaction) (int64, []string) {
+	var sum int64
+	var ids []string
+	for i := range related {
+		r := &related[i]
+		if r.Kind != reconcile.KindRefund || r.Failed || !r.Corroborated || r.ParentTxID == "" || r.Amount.Currency != tx.Amount.Currency {
+			continue
+		}
+		if r.ParentTxID == tx.ID || r.ParentTxID == tx.ParentTxID {
+			sum += abs(r.Amount.Minor)
+			ids = append(ids, r.ID)
+		}
+	}
+	return sum, ids
+}
