@@ -77,6 +77,19 @@ var metaKeys = map[column]string{
 	colTimeZone:        "timezone",
 }
 
+// unread are the documented columns that no Evidence field is made from.
+// A value a spreadsheet has mangled (1.2302025304E+022) in one of them, or
+// in an undocumented column, does not reject the row: Metadata flags it
+// under "mangled". In any other documented column (ids, references,
+// amounts, dates) it rejects the row.
+var unread = map[column]bool{
+	colCompanyAccount: true,
+	colPaymentMethod:  true,
+	colExchangeRate:   true,
+	colVariant:        true,
+	colBatchNumber:    true,
+}
+
 // netKeys are kept only when the net currency differs from the amount's:
 // then the fee cannot be folded into Fee, and they are the only record of
 // what was settled in the net currency.
@@ -115,45 +128,18 @@ var kinds = map[string]reconcile.Kind{
 type Options struct {
 	// Zones gives the IANA time zone of each merchant account, keyed by the
 	// Merchant Account column. Adyen writes Creation Date in the account's
-	// local time and names the zone only by an ambiguous abbreviation (CET,
-	// PST), so the zone has to come from configuration.
+	// local time and names its offset in the TimeZone column by an
+	// abbreviation. A configured zone is read instead of the abbreviation,
+	// which then only picks between the two instants of the hour that
+	// repeats when daylight saving time ends. Without one, an abbreviation
+	// that means one offset (CET, PDT, JST) gives the offset, even on a date
+	// of the other half of the year, and a row whose abbreviation is
+	// ambiguous (IST, CST), unknown or empty is rejected.
 	Zones map[string]*time.Location
 	// DefaultZone is the zone of merchant accounts that Zones does not list.
 	DefaultZone *time.Location
 	// Comma is the delimiter; 0 sniffs it from the header line.
 	Comma rune
-}
-
-// MissingZoneError is returned when a row's merchant account has no
-// configured time zone. The whole file fails: guessing a zone would shift
-// every time in it by hours.
-type MissingZoneError struct {
-	Line            int
-	MerchantAccount string
-	Abbreviation    string // as the report's TimeZone column writes it
-}
-
-// zoneExamples suggests a zone for the abbreviations Adyen commonly writes,
-// only to make the configuration hint concrete.
-var zoneExamples = map[string]string{
-	"CET": "Europe/Amsterdam", "CEST": "Europe/Amsterdam",
-	"GMT": "Europe/London", "BST": "Europe/London", "WET": "Europe/Lisbon",
-	"PST": "America/Los_Angeles", "PDT": "America/Los_Angeles",
-	"EST": "America/New_York", "EDT": "America/New_York",
-	"CST": "America/Chicago", "CDT": "America/Chicago",
-	"AEST": "Australia/Sydney", "AEDT": "Australia/Sydney",
-	"SGT": "Asia/Singapore", "JST": "Asia/Tokyo", "HKT": "Asia/Hong_Kong",
-}
-
-func (e *MissingZoneError) Error() string {
-	example, ok := zoneExamples[strings.ToUpper(e.Abbreviation)]
-	if !ok {
-		example = "Europe/Amsterdam"
-	}
-	return fmt.Sprintf("line %d: no time zone configured for Adyen merchant account %q; "+
-		"its Creation Date times are local and the report names the zone only as %q, which is ambiguous; "+
-		"configure it, e.g. --adyen-zone %s=%s",
-		e.Line, e.MerchantAccount, e.Abbreviation, e.MerchantAccount, example)
 }
 
 // Detect reports whether head, the start of a file, is an Adyen settlement
@@ -173,8 +159,7 @@ func Detect(name string, head []byte) bool {
 
 // Parse reads a settlement details report from r and gives every row's
 // outcome to sink. It returns an error, and stops, when the header lacks a
-// required column, when a merchant account has no configured time zone, when
-// the input cannot be read, or when sink fails.
+// required column, when the input cannot be read, or when sink fails.
 func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink) error {
 	rd, err := tabular.NewReader(r, opt.Comma)
 	if err != nil {
@@ -256,6 +241,7 @@ type parser struct {
 	width int
 	names []string        // header names as written
 	at    [numColumns]int // position of each documented column, -1 when absent
+	read  []bool          // by position: the column is read into Evidence fields
 	kept  []keptColumn    // the columns Metadata may keep, in order
 	// currencies remembers what currency columns have said, as written.
 	currencies tabular.Memo[knownCurrency]
@@ -287,7 +273,7 @@ func newParser(header []string, opt Options) (*parser, error) {
 		return nil, fmt.Errorf("not a usable Adyen settlement details report: missing required column(s) %s",
 			strings.Join(missing, ", "))
 	}
-	p := &parser{opt: opt, width: len(h.Names), names: h.Names}
+	p := &parser{opt: opt, width: len(h.Names), names: h.Names, read: make([]bool, len(h.Names))}
 	meta, net := make([]string, len(h.Names)), make([]string, len(h.Names))
 	documented := map[int]bool{}
 	for c := range numColumns {
@@ -297,6 +283,7 @@ func newParser(header []string, opt Options) (*parser, error) {
 			continue
 		}
 		documented[i] = true
+		p.read[i] = !unread[c]
 		if key := metaKeys[c]; key != "" {
 			meta[i] = key
 		}
@@ -335,22 +322,30 @@ func (p *parser) row(rec []string, line int, raw string, sink reconcile.RowSink)
 		}
 		return sink.Reject(line, raw, fmt.Sprintf("%s: %d fields, the header has %d", what, len(rec), p.width))
 	}
+	var mangled []string
 	if tabular.HasExponent(raw) { // else no field can be mangled
 		for i, v := range rec {
-			if reconcile.Mangled(v) {
-				return sink.Reject(line, raw, fmt.Sprintf(
-					"column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
-						"download the report from Adyen again and do not open and save it in a spreadsheet",
-					p.names[i], strings.TrimSpace(v)))
+			if !reconcile.Mangled(v) {
+				continue
 			}
+			if !p.read[i] {
+				mangled = append(mangled, p.names[i])
+				continue
+			}
+			return sink.Reject(line, raw, fmt.Sprintf(
+				"column %s holds %q, a number in scientific notation: a spreadsheet has mangled this value; "+
+					"download the report from Adyen again and do not open and save it in a spreadsheet",
+				p.names[i], strings.TrimSpace(v)))
 		}
 	}
-	e, reason, err := p.evidence(rec, line)
-	if err != nil {
-		return err
-	}
+	e, reason := p.evidence(rec, line)
 	if reason != "" {
 		return sink.Reject(line, raw, reason)
+	}
+	if mangled != nil {
+		// The row's money and ids are intact; a person should still know
+		// that a spreadsheet has been at the file.
+		e.Metadata["mangled"] = strings.Join(mangled, ", ")
 	}
 	e.Raw = raw
 	return sink.Evidence(e)

@@ -21,40 +21,38 @@ func digits(s string) bool {
 	return true
 }
 
-// evidence maps a row of the right width. It returns a rejection reason for
-// a bad row, and an error only when the whole input has to stop.
-func (p *parser) evidence(rec []string, line int) (*reconcile.Evidence, string, error) {
+// evidence maps a row of the right width, or returns the reason it is
+// rejected.
+func (p *parser) evidence(rec []string, line int) (*reconcile.Evidence, string) {
 	typ := p.get(rec, colType)
 	if typ == "" {
-		return nil, "Type is empty", nil
+		return nil, "Type is empty"
 	}
 	account := p.get(rec, colMerchantAccount)
 	if account == "" {
-		return nil, "Merchant Account is empty", nil
-	}
-	zone := p.opt.Zones[account]
-	if zone == nil {
-		zone = p.opt.DefaultZone
-	}
-	if zone == nil {
-		return nil, "", &MissingZoneError{Line: line, MerchantAccount: account, Abbreviation: p.get(rec, colTimeZone)}
+		return nil, "Merchant Account is empty"
 	}
 	date := p.get(rec, colCreationDate)
 	if date == "" {
-		return nil, "Creation Date is empty", nil
+		return nil, "Creation Date is empty"
 	}
-	t, err := localTime(date, p.get(rec, colTimeZone), zone)
+	abbrev := p.get(rec, colTimeZone)
+	zone, reason := p.zone(account, abbrev)
+	if reason != "" {
+		return nil, reason
+	}
+	t, err := localTime(date, abbrev, zone)
 	if err != nil {
-		return nil, fmt.Sprintf("Creation Date %q is not a date and time like 2006-01-02 15:04:05", date), nil
+		return nil, fmt.Sprintf("Creation Date %q is not a date and time like 2006-01-02 15:04:05", date)
 	}
 
 	amount, reason := p.amount(rec)
 	if reason != "" {
-		return nil, reason, nil
+		return nil, reason
 	}
 	fee, folded, reason := p.fee(rec, amount.Currency)
 	if reason != "" {
-		return nil, reason, nil
+		return nil, reason
 	}
 
 	kind := p.kind(typ)
@@ -73,7 +71,7 @@ func (p *parser) evidence(rec []string, line int) (*reconcile.Evidence, string, 
 	if psp != "" {
 		if mod == "" {
 			// PSP/"" would give a payment and its refund the same identity.
-			return nil, fmt.Sprintf("Modification Reference is empty on a row with Psp Reference %s, so the row cannot be told apart from the payment's other bookings", psp), nil
+			return nil, fmt.Sprintf("Modification Reference is empty on a row with Psp Reference %s, so the row cannot be told apart from the payment's other bookings", psp)
 		}
 		e.TxID = psp + "/" + mod
 		e.ParentTxID = psp
@@ -91,7 +89,7 @@ func (p *parser) evidence(rec []string, line int) (*reconcile.Evidence, string, 
 		// all there is to tell a person what it was.
 		e.Description = joinNonEmpty("; ", mod, modMerchantRef)
 	}
-	return e, "", nil
+	return e, ""
 }
 
 // localTime reads a Creation Date in zone. In the hour that repeats when

@@ -29,6 +29,8 @@ func FuzzLocalTime(f *testing.F) {
 	for _, s := range []string{"2024-07-15 14:30:00", "2024-10-27 02:30:00", "2024-03-31 02:30:00", "2024-02-30 00:00:00", "2024-07-15T14:30:00"} {
 		f.Add(s, "CEST")
 		f.Add(s, "CET")
+		f.Add(s, "cet")
+		f.Add(s, "")
 	}
 	ams, err := time.LoadLocation("Europe/Amsterdam")
 	if err != nil {
