@@ -36,7 +36,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Generate a world of N effects and its settlement report, and time a run end to end",
 		Long: `bench generates a ledger of N charge effects (plus refunds) and a Stripe itemized settlement
 report about it (and a webhook dump that describes a third of its transactions again) with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
-pending (0.5%) effects, refunds, fees and reissued lines; loads the effects into the ledger (which
+pending (0.5%) effects, refunds, refunds of our charges that a person made in the dashboard (2% of
+confirmed charges, which are not unexpected), fees and reissued lines; loads the effects into the ledger (which
 must be empty); then runs the reconciliation end to end (ingest, persist, match, record, result)
 and prints the time of each phase, the rows per second and the process's peak memory. It checks
 that the run found the classes the world was built with.
@@ -98,7 +99,7 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	// The run reads the effects from the ledger and the report from the
 	// files: what the generator held is given back, and the peak is
 	// measured from here, so that it is the run's.
-	want, lines := world.Want, world.Lines()
+	want, lines, outside := world.Want, world.Lines(), world.Outside
 	world = nil
 	say("peak memory of generating and loading the world (VmHWM): %s", peakRSS())
 
@@ -134,6 +135,7 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 		}
 		say("  %-10s found %8d  built %8d  %s", c, counts[string(c)], want[c], mark)
 	}
+	say("  (and %d refunds of our charges that no effect made: shown with their charges, not unexpected)", outside)
 	f, err := os.Open(result)
 	if err != nil {
 		return err
