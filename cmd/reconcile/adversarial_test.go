@@ -180,6 +180,7 @@ func event(id, charge, pi, effectKey string, amount int64, created time.Time, li
 
 // hostileResult is what these tests read of a run's JSON result.
 type hostileResult struct {
+	RunID         string         `json:"run_id"`
 	Counts        map[string]int `json:"counts"`
 	Discrepancies []struct {
 		Class        string   `json:"class"`
