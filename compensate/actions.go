@@ -210,6 +210,11 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 			return r.settle(ctx, &c.Claim, x, found, e.Key, "")
 		}
 	}
+	if refund {
+		if stop, err := r.refundedByHand(ctx, d, x, &c.Claim, want.target()); err != nil || stop {
+			return err
+		}
+	}
 	var made *reconcile.Made
 	if refund {
 		made, err = r.Provider.CreateRefund(ctx, e.Key, e.Request)

@@ -75,6 +75,41 @@ func (r *run) retrieve(ctx context.Context, id string, e *reconcile.Effect) (*re
 	return nil, fmt.Sprintf("%s names no effect at the provider and is not of payment intent %q", id, e.ExternalID), nil
 }
 
+// refundedByHand retrieves the charge a missing refund returns before the
+// refund is made again. A refund of it that names no effect was made by a
+// person (in the dashboard, perhaps when the application's call seemed to
+// fail) and may be this one: a second would refund the customer twice, so
+// a person decides. It reports whether the redelivery stops here.
+func (r *run) refundedByHand(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, c *reconcile.Claim, target string) (bool, error) {
+	ch, err := r.Provider.RetrieveCharge(ctx, target)
+	var note string
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		note = target + ", which the refund returns, does not exist at the provider: a person decides"
+	case err != nil:
+		d.Class = reconcile.Deferred
+		if err := r.release(ctx, c, x, reconcile.OutcomeDeferred, "retrieval of "+target+" unavailable: "+err.Error()+"; retried next run"); err != nil {
+			return true, err
+		}
+		return true, r.deferredTooLong(ctx, d)
+	default:
+		var ids []string
+		for _, m := range ch.Refunds {
+			if m.EffectKey == "" && m.Status != "failed" && m.Status != "canceled" {
+				ids = append(ids, m.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return false, nil
+		}
+		note = fmt.Sprintf("%s already has refunds that name no effect (%s), made by hand: one may be this refund; a person decides", ch.ID, strings.Join(ids, ", "))
+	}
+	if err := r.release(ctx, c, x, reconcile.OutcomeEscalated, note); err != nil {
+		return true, err
+	}
+	return true, r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, note)
+}
+
 // keptOf is the transaction a duplicated effect keeps: the one no
 // compensation targets.
 func keptOf(d *reconcile.Discrepancy) *reconcile.Transaction {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -78,4 +79,32 @@ func (h *hostile) related(r *hostileResult, key string) []string {
 		}
 	}
 	return nil
+}
+
+// A refund the application recorded and never made, while a person
+// refunded the same charge by hand in the dashboard (the support desk, once
+// the application's call seemed to fail): redelivering it could refund the
+// customer twice. A person decides.
+func TestMissingRefundOfAChargeRefundedByHandGoesToAPerson(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		h := newHostile(t, l)
+		pi, ch := h.charge("a", "shop:charge:a", 10000)
+		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:a", 10000))
+		h.effect("shop:refund:a", "refund", reconcile.StatusAttempted, "", dayAgo,
+			fmt.Sprintf(`{"charge": %q, "amount": 3000, "currency": "eur", "metadata": {"effect_key": "shop:refund:a"}}`, ch))
+		byHand := h.refund("", "", ch, 3000)
+
+		code, r, errOut := h.run([]string{h.report("itemized.csv", nil)})
+		if r == nil {
+			t.Fatalf("run exited %d with no result: %s", code, errOut)
+		}
+		h.money(1, 1)
+		_, reason, outcomes := h.finding(r, "shop:refund:a")
+		if code != exitPerson || !slices.Equal(outcomes, []string{"redeliver:escalated"}) || h.pagedAbout("shop:refund:a") != 1 {
+			t.Errorf("exit %d, shop:refund:a %v (%s), %d pages; want %d, escalated, one page", code, outcomes, reason, h.pagedAbout("shop:refund:a"), exitPerson)
+		}
+		if !slices.Contains(h.related(r, "shop:charge:a"), byHand) && r.Counts["unexpected"] != 0 {
+			t.Errorf("the refund made by hand is unexpected: %+v", r.Discrepancies)
+		}
+	})
 }
