@@ -59,6 +59,23 @@ func (f *actionFlags) addPager(cmd *cobra.Command) {
 		"URL that gets each page as a JSON POST instead (env RECONCILE_PAGER_WEBHOOK); with no pager, pages are logged on stderr")
 }
 
+// checkDurations refuses the duration flags that make no sense, before
+// anything is taken: a lease, a timeout or a key's lifetime of zero or less
+// has no deadline, and a negative wait none at all.
+func (f *actionFlags) checkDurations() error {
+	for _, d := range []struct {
+		name   string
+		v      time.Duration
+		zeroOK bool
+	}{{"--lease", f.lease, false}, {"--provider-timeout", f.providerTimeout, false}, {"--key-ttl", f.keyTTL, false},
+		{"--grace", f.grace, true}, {"--deferred-page-after", f.deferredPage, true}} {
+		if d.v < 0 || d.v == 0 && !d.zeroOK {
+			return usageError("%s %s: want a positive duration such as 5m", d.name, d.v)
+		}
+	}
+	return nil
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,6 +32,9 @@ type runLease struct {
 // returns nil when another run holds the lease; that is logged, and the
 // caller skips its run.
 func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, ttl time.Duration, log *slog.Logger) (*runLease, error) {
+	if ttl <= 0 {
+		return nil, fmt.Errorf("run lease of %s: a lease needs a deadline", ttl)
+	}
 	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: runLeaseKey, Owner: owner, TTL: ttl})
 	if err != nil {
 		return nil, err

@@ -111,6 +111,12 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := f.act.checkDurations(); err != nil {
+		return err
+	}
+	if f.lag < 0 {
+		return usageError("--lag %s: want a duration of zero or more, such as 24h", f.lag)
+	}
 	opt, err := f.in.options()
 	if err != nil {
 		return err

@@ -40,6 +40,9 @@ Example:
   RECONCILE_STRIPE_URL=http://127.0.0.1:12111 STRIPE_API_KEY=sk_test_x reconcile run --apply report.csv`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if keyTTL <= 0 {
+				return usageError("--key-ttl %s: want a positive duration such as 24h", keyTTL)
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return usageError("--addr %s: %v", addr, err)

@@ -66,6 +66,9 @@ Example:
 // one after the other, so a run that overruns the next slots makes them
 // skipped, and says so.
 func (a *app) schedule(ctx context.Context, sched cron.Schedule, spec string, f *runFlags, args []string) error {
+	if err := f.act.checkDurations(); err != nil {
+		return err // not once a night, in a log nobody reads
+	}
 	store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
 	if err != nil {
 		return err
