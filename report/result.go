@@ -21,6 +21,9 @@ type Result struct {
 	// Discrepancies are every finding other than confirmed.
 	Discrepancies []Discrepancy `json:"discrepancies"`
 	Rejected      []Rejected    `json:"rejected"`
+	// RejectedUnlisted counts the rejected rows that Rejected does not
+	// list: a result lists a bounded number of them, the ledger keeps all.
+	RejectedUnlisted int `json:"rejected_unlisted,omitempty"`
 	// Orphans are effects made by an owner that had lost its claim: real
 	// money nobody would see unless it is reported.
 	Orphans    []Orphan  `json:"orphans"`

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -57,10 +59,13 @@ Examples:
 				}
 				defer store.Close()
 			}
-			res := checkResult{Inputs: []*ingest.Input{}, Rejected: []report.Rejected{}}
-			var failed []error
-			for _, src := range srcs {
-				c := &collectRejected{}
+			res := checkResult{Inputs: []*ingest.Input{}}
+			var (
+				failed   []error
+				rejected rejectedList
+			)
+			for i, src := range srcs {
+				c := rejected.collect(i)
 				var input *ingest.Input
 				stop := a.ingestProgress("reading", src.URI, opt)
 				if check {
@@ -77,8 +82,8 @@ Examples:
 					continue
 				}
 				res.Inputs = append(res.Inputs, input)
-				res.Rejected = append(res.Rejected, c.rows...)
 			}
+			res.Rejected, res.Unlisted = rejected.listed()
 			if jsonPath != "" {
 				if err := a.writeJSON(jsonPath, res); err != nil {
 					return err
@@ -137,7 +142,7 @@ func persist(ctx context.Context, store ledgerdb.Store, src ingest.Source, hash 
 		return nil, 0, err
 	}
 	if res.Duplicate { // another process ingested the same content meanwhile
-		c.rows = nil
+		c.reset()
 		if rec, err = store.FindSource(ctx, input.Hash, src.ETag); err != nil {
 			return nil, 0, err
 		}
@@ -170,15 +175,73 @@ func inputFailure(err error) error {
 type checkResult struct {
 	Inputs   []*ingest.Input   `json:"inputs"`
 	Rejected []report.Rejected `json:"rejected"`
+	// Unlisted counts the rejected rows beyond maxListedRejected.
+	Unlisted int `json:"rejected_unlisted,omitempty"`
 }
 
-// collectRejected keeps the rejected rows of a check and drops the evidence.
-type collectRejected struct{ rows []report.Rejected }
+// A result lists at most maxListedRejected rejected rows, each with at
+// most maxListedRaw bytes of its raw text, and counts the rest: the counts
+// per input stay exact and a run keeps every rejected row whole in the
+// ledger, but a file of a million bad rows is not held in memory.
+const maxListedRejected, maxListedRaw = 1000, 1024
+
+// rejectedList is what a result lists of the rejected rows of all its
+// inputs.
+type rejectedList struct {
+	rows     [][]report.Rejected // per input
+	unlisted []int               // per input
+	n        int                 // rows listed
+}
+
+// collect returns the sink that lists input i's rejected rows.
+func (l *rejectedList) collect(i int) *collectRejected {
+	for len(l.rows) <= i {
+		l.rows, l.unlisted = append(l.rows, nil), append(l.unlisted, 0)
+	}
+	return &collectRejected{list: l, i: i}
+}
+
+// listed returns the rows listed, in input order, and how many more there
+// are.
+func (l *rejectedList) listed() ([]report.Rejected, int) {
+	out := slices.Concat(l.rows...)
+	if out == nil {
+		out = []report.Rejected{}
+	}
+	n := 0
+	for _, u := range l.unlisted {
+		n += u
+	}
+	return out, n
+}
+
+// collectRejected lists an input's rejected rows and drops the evidence.
+type collectRejected struct {
+	list *rejectedList
+	i    int
+}
 
 func (c *collectRejected) Evidence(*reconcile.Evidence) error { return nil }
 func (c *collectRejected) Reject(r *reconcile.Rejected) error {
-	c.rows = append(c.rows, report.Rejected{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: r.Raw})
+	l := c.list
+	if l.n >= maxListedRejected {
+		l.unlisted[c.i]++
+		return nil
+	}
+	raw := r.Raw
+	if len(raw) > maxListedRaw {
+		raw = strings.ToValidUTF8(raw[:maxListedRaw], "") + fmt.Sprintf("… (%d bytes in all)", len(r.Raw))
+	}
+	l.rows[c.i] = append(l.rows[c.i], report.Rejected{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: raw})
+	l.n++
 	return nil
+}
+
+// reset forgets what was listed of the input: it is reported otherwise.
+func (c *collectRejected) reset() {
+	l := c.list
+	l.n -= len(l.rows[c.i])
+	l.rows[c.i], l.unlisted[c.i] = nil, 0
 }
 
 func printCheck(w io.Writer, res *checkResult) {
@@ -209,5 +272,14 @@ func printCheck(w io.Writer, res *checkResult) {
 		for _, r := range res.Rejected {
 			fmt.Fprintf(w, "  %s:%d: %s\n", r.URI, r.Line, r.Reason)
 		}
+		if res.Unlisted > 0 {
+			fmt.Fprintf(w, "  ... and %d more\n", res.Unlisted)
+		}
 	}
 }
+
+// discard drops what a read gives: a read for the content's hash alone.
+type discard struct{}
+
+func (discard) Evidence(*reconcile.Evidence) error { return nil }
+func (discard) Reject(*reconcile.Rejected) error   { return nil }

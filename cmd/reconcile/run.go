@@ -12,7 +12,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -213,7 +212,8 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 // their sources in the ledger.
 type ingested struct {
 	inputs    []report.Input
-	rejected  []report.Rejected
+	rejected  []report.Rejected // listed
+	unlisted  int               // rejected rows beyond those listed
 	sourceIDs []int64
 }
 
@@ -253,7 +253,7 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 			continue
 		}
 		stop := a.ingestProgress("checking", srcs[i].URI, opt)
-		in, err := ingest.Read(ctx, srcs[i], opt, &collectRejected{})
+		in, err := ingest.Read(ctx, srcs[i], opt, discard{})
 		stop()
 		if err != nil {
 			return nil, err
@@ -261,9 +261,9 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 		hashes[i] = in.Hash
 	}
 	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs))}
-	rejected := make([][]report.Rejected, len(srcs))
+	var rejected rejectedList
 	for _, i := range order {
-		src, c := srcs[i], &collectRejected{}
+		src, c := srcs[i], rejected.collect(i)
 		stop := a.ingestProgress("ingesting", src.URI, opt)
 		in, id, err := persist(ctx, store, src, hashes[i], opt, c)
 		stop()
@@ -279,21 +279,19 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 				c.Reject(&r)
 			}
 		}
-		out.sourceIDs[i], rejected[i] = id, c.rows
+		out.sourceIDs[i] = id
 		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
 			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested}
 	}
-	out.rejected = slices.Concat(rejected...)
+	out.rejected, out.unlisted = rejected.listed()
 	return out, nil
 }
 
 // reconcile matches and records one run over what its inputs gave.
 func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string, in *ingested,
 	asOf time.Time, lag time.Duration, ap *compensate.Applier, pageFrom map[string]int64) (*report.Result, error) {
-	res := &report.Result{RunID: runID, Applied: ap.Apply, StartedAt: time.Now().UTC(), Counts: map[string]int{}, Inputs: in.inputs, Discrepancies: []report.Discrepancy{}, Rejected: in.rejected, Orphans: []report.Orphan{}}
-	if res.Rejected == nil {
-		res.Rejected = []report.Rejected{}
-	}
+	res := &report.Result{RunID: runID, Applied: ap.Apply, StartedAt: time.Now().UTC(), Counts: map[string]int{}, Inputs: in.inputs, Discrepancies: []report.Discrepancy{}, Rejected: in.rejected,
+		RejectedUnlisted: in.unlisted, Orphans: []report.Orphan{}}
 	sourceIDs := in.sourceIDs
 	start := time.Now()
 	phase := func(name string) {
