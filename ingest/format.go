@@ -25,13 +25,20 @@ type Options struct {
 	// StripeLocation is the time zone a Stripe report was run in, for its
 	// local-time columns; nil is UTC.
 	StripeLocation *time.Location
-	// AdyenZones gives the IANA zone of each Adyen merchant account, whose
-	// reports name it only by an ambiguous abbreviation; AdyenDefaultZone is
-	// for the accounts it does not list.
+	// AdyenZones gives the IANA zone of each Adyen merchant account, which
+	// wins over the abbreviation in its reports' TimeZone column;
+	// AdyenDefaultZone is for the accounts it does not list.
 	AdyenZones       map[string]*time.Location
 	AdyenDefaultZone *time.Location
 	// Mapping reads a CSV that no built-in format covers (format "csv").
 	Mapping *csvmap.Mapping
+	// DecimalComma reads every amount of a semicolon-delimited report with
+	// a decimal comma ("1.250,00" is 1250), as a spreadsheet in a European locale
+	// writes them. Without it, a semicolon-delimited report's amounts are
+	// read with a decimal comma where the report itself tells, and an
+	// amount that reads two ways is rejected (see tabular.Amounts). PayPal's
+	// STL has no decimal separators, and mapped CSVs name theirs.
+	DecimalComma bool
 	// StripeTestMode reads Stripe's test-mode events ("livemode": false)
 	// as evidence and ignores live ones; the zero value reads live events,
 	// as a run against the live account does.
@@ -53,7 +60,7 @@ type Format struct {
 var Formats = []Format{
 	{"stripe-itemized", "Stripe itemized reports (balance change from activity, payout and ending balance reconciliation), CSV",
 		stripe.DetectItemized, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
-			return stripe.ParseItemized(ctx, r, stripe.ItemizedOptions{Location: o.StripeLocation}, s)
+			return stripe.ParseItemized(ctx, r, stripe.ItemizedOptions{Location: o.StripeLocation, DecimalComma: o.DecimalComma}, s)
 		}},
 	{"stripe-events", "Stripe webhook event dumps: JSON Lines, wrapped lines or a JSON array",
 		stripe.DetectEvents, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
@@ -61,9 +68,9 @@ var Formats = []Format{
 		}},
 	{"adyen-settlement", "Adyen Settlement details report, CSV",
 		adyen.Detect, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
-			return adyen.Parse(ctx, r, adyen.Options{Zones: o.AdyenZones, DefaultZone: o.AdyenDefaultZone}, s)
+			return adyen.Parse(ctx, r, adyen.Options{Zones: o.AdyenZones, DefaultZone: o.AdyenDefaultZone, DecimalComma: o.DecimalComma}, s)
 		}},
-	{"paypal-stl", "PayPal Settlement Report (STL), comma or tab separated",
+	{"paypal-stl", "PayPal Settlement Report (STL), comma, semicolon or tab separated",
 		paypal.Detect, func(ctx context.Context, r io.Reader, o *Options, s reconcile.RowSink) error {
 			return paypal.Parse(ctx, r, paypal.Options{}, s)
 		}},

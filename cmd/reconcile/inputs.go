@@ -25,6 +25,7 @@ type inputFlags struct {
 	mapping      string
 	s3PathStyle  bool
 	livemode     bool
+	decimalComma bool
 }
 
 func (f *inputFlags) add(cmd *cobra.Command) {
@@ -34,6 +35,8 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.adyenZones, "adyen-zone", nil, "IANA time zone of an Adyen merchant account, as ACCOUNT=ZONE (repeatable)")
 	fl.StringVar(&f.adyenDefault, "adyen-default-zone", "", "IANA time zone of Adyen merchant accounts not named by --adyen-zone")
 	fl.StringVar(&f.mapping, "mapping", "", "mapping file for --format csv (see docs/FORMATS.md)")
+	fl.BoolVar(&f.decimalComma, "decimal-comma", false, "read the amounts of every semicolon-delimited input with a decimal comma (1.250,00 is 1250), as a spreadsheet in a European locale re-saves a report; "+
+		"without it a semicolon-delimited report's amounts are read so only where the report tells")
 	fl.BoolVar(&f.livemode, "livemode", true, "read Stripe's live events as evidence and ignore test-mode ones (\"livemode\": false); "+
 		"--livemode=false does the opposite, for a Stripe test account or the sandbox")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", os.Getenv("RECONCILE_S3_PATH_STYLE") == "true",
@@ -42,7 +45,7 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 
 // options turns the flags into ingest options, or a usage error.
 func (f *inputFlags) options() (*ingest.Options, error) {
-	opt := &ingest.Options{Format: f.format, StripeTestMode: !f.livemode}
+	opt := &ingest.Options{Format: f.format, StripeTestMode: !f.livemode, DecimalComma: f.decimalComma}
 	var err error
 	if opt.StripeLocation, err = time.LoadLocation(f.stripeTZ); err != nil {
 		return nil, usageError("--stripe-tz %q: %v", f.stripeTZ, err)

@@ -140,6 +140,12 @@ type Options struct {
 	DefaultZone *time.Location
 	// Comma is the delimiter; 0 sniffs it from the header line.
 	Comma rune
+	// DecimalComma reads every amount of a semicolon-delimited report with
+	// a decimal comma ("1.234,56"). Adyen itself writes a decimal point and no
+	// thousands separator; a report that a spreadsheet in a European
+	// locale saved again is semicolon-delimited, and its decimal commas are
+	// read without this when its amounts tell (see tabular.Amounts).
+	DecimalComma bool
 }
 
 // Detect reports whether head, the start of a file, is an Adyen settlement
@@ -176,6 +182,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
+	p.amounts = tabular.Amounts{Comma: rd.Comma, Force: opt.DecimalComma}
 	guard := rd.Guard(sink)
 	guard.Width = p.width
 	last := line
@@ -246,6 +253,7 @@ type parser struct {
 	// currencies remembers what currency columns have said, as written.
 	currencies tabular.Memo[knownCurrency]
 	kinds      tabular.Memo[reconcile.Kind] // Type as written → kind
+	amounts    tabular.Amounts              // the decimal separator of each amount column
 	kv         []string                     // scratch space for metadata
 }
 

@@ -212,17 +212,23 @@ func (p *parser) decimal(rec []string, col column, cur string, exp int) (int64, 
 	if v == "" {
 		return 0, ""
 	}
-	if strings.IndexByte(v, ',') >= 0 {
+	switch {
+	case p.amounts.Comma == ';' || p.amounts.Force:
+		// Saved again by a spreadsheet, maybe with a decimal comma: the
+		// column's amounts tell (tabular.Amounts).
+		if !numeral(v) {
+			return 0, fmt.Sprintf("%s (%s): amount %q is not a number", col, cur, v)
+		}
+	case strings.IndexByte(v, ',') >= 0:
 		// Adyen writes 1234.56; a comma is either a decimal comma or a
 		// thousands separator, and guessing wrong is off by a factor of 1000.
 		return 0, fmt.Sprintf("%s: amount %q holds a comma; Adyen writes amounts like 1234.56", col, v)
-	}
-	if !plainDecimal(v) {
+	case !plainDecimal(v):
 		// ParseMinor would call "ten" scientific notation, for its 'e',
 		// and "1.2.3" a number with too many decimals.
 		return 0, fmt.Sprintf("%s (%s): amount %q is not a number", col, cur, v)
 	}
-	m, err := reconcile.ParseMinor(v, exp, '.')
+	m, err := p.amounts.Parse(col.String(), v, exp)
 	if err != nil {
 		return 0, fmt.Sprintf("%s (%s): %v", col, cur, err)
 	}
@@ -245,6 +251,23 @@ func plainDecimal(v string) bool {
 		}
 	}
 	return n > 0 && dots <= 1
+}
+
+// numeral reports whether v is an optional sign and digits with '.' and
+// ',' among them, as a spreadsheet writes amounts ("1.250,00"). Where the
+// separators may stand is for ParseMinor to say.
+func numeral(v string) bool {
+	v = strings.TrimPrefix(strings.TrimPrefix(v, "-"), "+")
+	n := 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= '0' && c <= '9':
+			n++
+		case c != '.' && c != ',':
+			return false
+		}
+	}
+	return n > 0
 }
 
 // metadata keeps the row's non-empty values that are not Evidence fields,

@@ -1,6 +1,8 @@
-// Package paypal reads PayPal's Settlement Report (STL), comma or tab
-// delimited, into evidence, and checks the report's own footer totals and
-// record counts so that a truncated or altered file fails as a whole.
+// Package paypal reads PayPal's Settlement Report (STL) into evidence, and
+// checks the report's own footer totals and record counts so that a
+// truncated or altered file fails as a whole. A report is comma or tab
+// delimited as PayPal writes it, or semicolon-delimited as a spreadsheet in
+// a European locale saves it again.
 //
 // Every line of an STL file starts with a row type: RH report header, FH
 // file header, SH section header, CH column header, SB section body (one
@@ -33,7 +35,9 @@ var ErrCorrupt = errors.New("corrupt or truncated STL")
 
 // Options configures Parse.
 type Options struct {
-	// Comma is the delimiter; 0 sniffs comma or tab from the first line.
+	// Comma is the delimiter; 0 sniffs comma, semicolon or tab from the
+	// first line. STL amounts are whole hundredths without a decimal
+	// separator, which a re-save with semicolons leaves as they are.
 	Comma rune
 }
 
@@ -63,9 +67,10 @@ func otherReport(name string) bool {
 	return false
 }
 
-// rowType returns the first field of line, trimmed and unquoted.
+// rowType returns the first field of line, trimmed and unquoted, whichever
+// delimiter Parse sniffs ends it.
 func rowType(line []byte) string {
-	if i := bytes.IndexAny(line, ",\t\r\n"); i >= 0 {
+	if i := bytes.IndexAny(line, ",;\t\r\n"); i >= 0 {
 		line = line[:i]
 	}
 	return string(bytes.Trim(bytes.TrimSpace(line), `"`))

@@ -19,9 +19,11 @@ type ItemizedOptions struct {
 	// used for the local-time "created" column when there is no
 	// "created_utc". Nil means UTC.
 	Location *time.Location
-	// DecimalComma reads amounts written with a decimal comma ("1.234,56"),
-	// as a spreadsheet in a European locale re-saves a report. Stripe itself
-	// always writes a decimal point.
+	// DecimalComma reads every amount of a semicolon-delimited report with
+	// a decimal comma ("1.234,56"). Stripe itself always writes a decimal point;
+	// a report that a spreadsheet in a European locale saved again is
+	// semicolon-delimited, and its decimal commas are read without this
+	// when its amounts tell (see tabular.Amounts).
 	DecimalComma bool
 }
 
@@ -155,10 +157,6 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 	if loc == nil {
 		loc = time.UTC
 	}
-	sep := byte('.')
-	if opt.DecimalComma {
-		sep = ','
-	}
 	rd, err := tabular.NewReader(r, 0)
 	if err != nil {
 		return fmt.Errorf("line 1: %w", err)
@@ -174,7 +172,8 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
-	p := itemizedParser{cols: cols, loc: loc, sep: sep, currencies: reconcile.Currencies{Provider: provider}}
+	p := itemizedParser{cols: cols, loc: loc, currencies: reconcile.Currencies{Provider: provider},
+		amounts: tabular.Amounts{Comma: rd.Comma, Force: opt.DecimalComma}}
 	guard := rd.Guard(sink)
 	guard.Width = cols.width
 	last := line
@@ -210,9 +209,9 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 type itemizedParser struct {
 	cols       *itemizedColumns
 	loc        *time.Location
-	sep        byte
 	currencies reconcile.Currencies
-	kv         []string // scratch for metadata: key, value, ...
+	amounts    tabular.Amounts // the decimal separator of each amount column
+	kv         []string        // scratch for metadata: key, value, ...
 }
 
 // row turns one data record into its outcome.
@@ -242,13 +241,13 @@ func (p *itemizedParser) row(rec []string, line int, raw string, sink reconcile.
 	if err != nil {
 		return sink.Reject(line, raw, "column currency: "+err.Error())
 	}
-	gross, err := parseAmount(get(c.gross), exp, p.sep)
+	gross, err := p.amount("gross", get(c.gross), exp)
 	if err != nil {
 		return sink.Reject(line, raw, fmt.Sprintf("column gross: %v", err))
 	}
 	var fee int64
 	if v := get(c.fee); v != "" {
-		if fee, err = parseAmount(v, exp, p.sep); err != nil {
+		if fee, err = p.amount("fee", v, exp); err != nil {
 			return sink.Reject(line, raw, fmt.Sprintf("column fee: %v", err))
 		}
 	}
@@ -347,31 +346,26 @@ func (p *itemizedParser) metadata(rec []string) map[string]string {
 	return m
 }
 
-// parseAmount is reconcile.ParseMinor, except that text that is no number
-// at all ("ten", "12.3.4") is called that, not scientific notation or too
-// many decimals.
-func parseAmount(s string, exp int, sep byte) (int64, error) {
+// amount reads the amount s of the named column with the column's decimal
+// separator, except that text that is no number at all ("ten") is called
+// that, not scientific notation or too many decimals.
+func (p *itemizedParser) amount(column, s string, exp int) (int64, error) {
 	t := strings.TrimLeft(tabular.Trim(s), "+-")
-	if !numeral(t, sep) && !reconcile.Mangled(t) {
+	if !numeral(t) && !reconcile.Mangled(t) {
 		return 0, fmt.Errorf("amount %q is not a number", s)
 	}
-	return reconcile.ParseMinor(s, exp, sep)
+	return p.amounts.Parse(column, s, exp)
 }
 
-// numeral reports whether t holds only digits, '.' and ',', and sep at most
-// once.
-func numeral(t string, sep byte) bool {
-	seps := 0
+// numeral reports whether t holds only digits, '.' and ','. How many
+// separators are where is for ParseMinor to say.
+func numeral(t string) bool {
 	for i := 0; i < len(t); i++ {
-		switch c := t[i]; {
-		case c == sep:
-			seps++
-		case c >= '0' && c <= '9', c == '.', c == ',':
-		default:
+		if c := t[i]; (c < '0' || c > '9') && c != '.' && c != ',' {
 			return false
 		}
 	}
-	return seps <= 1
+	return true
 }
 
 // reportLayouts are the ways a report's times are written: Stripe's own, and
