@@ -332,3 +332,17 @@ func (c *Currencies) Lookup(s string) (code string, exp int, err error) {
 	}
 	return a.code, a.exp, a.err
 }
+
+// AddMinor adds two amounts in minor units. A sum beyond int64 saturates
+// at its bound instead of wrapping, which would turn two payments into a
+// negative total; ok is false then, for the caller to say so.
+func AddMinor(a, b int64) (sum int64, ok bool) {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64, false
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64, false
+	}
+	return s, true
+}

@@ -248,3 +248,18 @@ func TestMangled(t *testing.T) {
 		}
 	}
 }
+
+func TestAddMinorSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		a, b, want int64
+		ok         bool
+	}{
+		{1, 2, 3, true}, {-5, 3, -2, true},
+		{math.MaxInt64, 1, math.MaxInt64, false}, {math.MaxInt64/2 + 1, math.MaxInt64/2 + 1, math.MaxInt64, false},
+		{math.MinInt64, -1, math.MinInt64, false}, {math.MaxInt64, math.MinInt64, -1, true},
+	} {
+		if got, ok := AddMinor(tc.a, tc.b); got != tc.want || ok != tc.ok {
+			t.Errorf("AddMinor(%d, %d) = %d, %v; want %d, %v", tc.a, tc.b, got, ok, tc.want, tc.ok)
+		}
+	}
+}

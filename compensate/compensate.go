@@ -260,7 +260,8 @@ func (r *run) blastRadius(ctx context.Context) (bool, error) {
 			}
 			keys = append(keys, x.Key)
 			if x.Kind == reconcile.Compensate {
-				refunds[x.Amount.Currency] += x.Amount.Minor
+				// Saturated, not wrapped: a wrapped sum would pass any limit.
+				refunds[x.Amount.Currency], _ = reconcile.AddMinor(refunds[x.Amount.Currency], x.Amount.Minor)
 			}
 		}
 	}

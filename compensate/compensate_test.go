@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -504,4 +505,28 @@ func TestRetrievalDownDefersTheRefund(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The refund total a limit is checked against is a sum of money: it must
+// not wrap past int64 to a negative total that passes any limit.
+func TestBlastRadiusSumDoesNotWrap(t *testing.T) {
+	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+		w := newWorld(t, l)
+		var ds []reconcile.Discrepancy
+		for i := range 2 {
+			d := w.duplicate(fmt.Sprintf("app:charge:%d", i), 1000)
+			d.Actions[0].Amount.Minor = math.MaxInt64/2 + 1 // as a corrupt plan would say
+			ds = append(ds, d)
+		}
+		before := w.sb.Requests()
+		res := w.act(w.applier("rec", compensate.Options{MaxRefund: map[string]int64{"EUR": 2999}}), ds)
+		for _, d := range res.Discrepancies {
+			if x := d.Actions[0]; x.Outcome != reconcile.OutcomeEscalated || !strings.Contains(x.Note, "held back") {
+				t.Errorf("%+v, want escalated and held back", x)
+			}
+		}
+		if w.sb.Requests() != before {
+			t.Errorf("%d calls made above the limit", w.sb.Requests()-before)
+		}
+	})
 }

@@ -76,10 +76,18 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 	default:
 		keep := keeper(e, seen)
 		var ids []string
+		summed := true
 		for _, tx := range seen {
 			ids = append(ids, tx.ID)
-			d.ObservedMinor += abs(tx.Amount.Minor)
+			var ok bool
+			d.ObservedMinor, ok = reconcile.AddMinor(d.ObservedMinor, abs(tx.Amount.Minor))
+			summed = summed && ok
 		}
+		defer func() {
+			if !summed {
+				d.Reason += "; the sum of its amounts is beyond what reconcile can hold and is shown as the largest it can"
+			}
+		}()
 		if comp {
 			d.Class = reconcile.Escalated
 			d.Reason = fmt.Sprintf("compensation duplicated: %d refunds at %s (%s); nobody compensates a compensation, a person decides",

@@ -92,7 +92,7 @@ func refundedBy(tx *reconcile.Transaction, related []reconcile.Transaction) (int
 			continue
 		}
 		if r.ParentTxID == tx.ID || r.ParentTxID == tx.ParentTxID {
-			sum += abs(r.Amount.Minor)
+			sum, _ = reconcile.AddMinor(sum, abs(r.Amount.Minor)) // saturated, it still covers the charge
 			ids = append(ids, r.ID)
 		}
 	}

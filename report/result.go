@@ -120,14 +120,30 @@ func (r *Result) NeedsPerson() bool {
 // settled: the extra money of a duplicate, and what is missing, mismatched, unexpected, deferred or
 // escalated. Pending is not at risk yet.
 func (r *Result) MoneyAtRisk() map[string]int64 {
-	out := map[string]int64{}
+	out, _ := r.moneyAtRisk()
+	return out
+}
+
+// Overflowed names the currencies whose money at risk is beyond int64:
+// MoneyAtRisk gives the largest amount it can hold for them.
+func (r *Result) Overflowed() map[string]bool {
+	_, over := r.moneyAtRisk()
+	return over
+}
+
+func (r *Result) moneyAtRisk() (map[string]int64, map[string]bool) {
+	out, over := map[string]int64{}, map[string]bool{}
 	for _, d := range r.Discrepancies {
 		if d.Class == reconcile.Pending {
 			continue
 		}
-		out[d.Currency] += d.AtRisk()
+		sum, ok := reconcile.AddMinor(out[d.Currency], d.AtRisk())
+		out[d.Currency] = sum
+		if !ok {
+			over[d.Currency] = true
+		}
 	}
-	return out
+	return out, over
 }
 
 // AtRisk is the finding's share of MoneyAtRisk: nothing for a pending

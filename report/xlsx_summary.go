@@ -67,11 +67,11 @@ func sumUp(r *Result, exponent func(provider, cur string) int) *figures {
 			byUnit[u] = s
 		}
 		s.findings++
-		s.expected += d.ExpectedMinor
-		s.observed += d.ObservedMinor
-		s.atRisk += d.AtRisk()
+		s.expected = add(s.expected, d.ExpectedMinor)
+		s.observed = add(s.observed, d.ObservedMinor)
+		s.atRisk = add(s.atRisk, d.AtRisk())
 		if d.Class != reconcile.Pending {
-			fg.atRisk[u] += d.AtRisk()
+			fg.atRisk[u] = add(fg.atRisk[u], d.AtRisk())
 		}
 		for _, x := range d.Actions {
 			g := actionGroup{kind: x.Kind, outcome: x.Outcome}
@@ -88,7 +88,7 @@ func sumUp(r *Result, exponent func(provider, cur string) int) *figures {
 				fg.actions[g] = a
 			}
 			a.count++
-			a.amount += x.AmountMinor
+			a.amount = add(a.amount, x.AmountMinor)
 		}
 	}
 	return fg
@@ -233,4 +233,11 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// add sums money for the workbook, saturating rather than wrapping: a
+// saturated total is the largest amount a cell can show, never a negative.
+func add(a, b int64) int64 {
+	s, _ := reconcile.AddMinor(a, b)
+	return s
 }
