@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -70,19 +70,10 @@ func writeSpreadsheet(ctx context.Context, store ledgerdb.Store, path string, re
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".reconcile-*.xlsx")
-	if err != nil {
-		return fmt.Errorf("spreadsheet: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := report.WriteXLSX(tmp, res, escalations(open)); err != nil {
-		tmp.Close()
+	if err := writeWith(path, func(w io.Writer) error { return report.WriteXLSX(w, res, escalations(open)) }); err != nil {
 		return fmt.Errorf("spreadsheet %s: %w", path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return nil
 }
 
 func escalations(es []reconcile.Escalation) []report.Escalation {
