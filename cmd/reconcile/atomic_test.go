@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -36,5 +37,19 @@ func TestOutputsAreWrittenAtomically(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != `{"run_id": "tonight"}` {
 		t.Errorf("after a write the file holds %q", b)
+	}
+}
+
+// A file written whole still honours the umask, as os.Create does: the
+// finance group reads the workbook that a 0027 umask makes 0640.
+func TestOutputsHonourTheUmask(t *testing.T) {
+	old := syscall.Umask(0o027)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "discrepancies.xlsx")
+	if err := writeWith(path, func(w io.Writer) error { _, err := w.Write([]byte("x")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v (%v), want 0640", fi.Mode().Perm(), err)
 	}
 }

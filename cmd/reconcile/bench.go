@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,32 +207,6 @@ func (a *app) benchRunHere(ctx context.Context, profile, result string, inputs .
 }
 
 // writeWith creates path and fills it with write.
-// writeWith writes a file whole or not at all: into a temporary file in
-// the same directory, synced, then renamed over path, so that a reader (or
-// a full disk) never leaves half a result that looks complete.
-func writeWith(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after the rename, there is nothing left to remove
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
 // needsPersonOnly reports whether err only says that a run found something
 // for a person (exit status 3): the run itself succeeded.
 func needsPersonOnly(err error) bool {
