@@ -48,9 +48,9 @@ func wantMetrics(r *Result) map[string]float64 {
 		`reconcile_findings{class="pending"}`: 1, `reconcile_findings{class="mismatched"}`: 2, `reconcile_findings{class="unexpected"}`: 2,
 		`reconcile_findings{class="deferred"}`: 1, `reconcile_findings{class="escalated"}`: 1,
 		// EUR: 19.99 - 14.20 + 1,234,567,890,123.46 - 0.05 + 0.01 + 42.00; JPY: 10,000 + 777; KWD: 12.345 + 0.999.
-		`reconcile_money_at_risk{currency="EUR"}`: 1234567890171.21, `reconcile_money_at_risk_minor{currency="EUR"}`: 123456789017121,
-		`reconcile_money_at_risk{currency="JPY"}`: 10777, `reconcile_money_at_risk_minor{currency="JPY"}`: 10777,
-		`reconcile_money_at_risk{currency="KWD"}`: 13.344, `reconcile_money_at_risk_minor{currency="KWD"}`: 13344,
+		`reconcile_money_at_risk{currency="EUR"}`: 56.27, `reconcile_money_at_risk_minor{currency="EUR"}`: 5627,
+		`reconcile_money_at_risk{currency="JPY"}`: 5777, `reconcile_money_at_risk_minor{currency="JPY"}`: 5777,
+		`reconcile_money_at_risk{currency="KWD"}`: 0.001, `reconcile_money_at_risk_minor{currency="KWD"}`: 1,
 		`reconcile_actions{kind="compensate",outcome="applied"}`: 2, `reconcile_actions{kind="compensate",outcome="refused"}`: 1,
 		`reconcile_actions{kind="redeliver",outcome="applied"}`: 1, `reconcile_actions{kind="redeliver",outcome="planned"}`: 1,
 		`reconcile_actions{kind="redeliver",outcome="deferred"}`: 1, `reconcile_actions{kind="escalate",outcome="escalated"}`: 2,

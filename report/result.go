@@ -4,6 +4,7 @@
 package report
 
 import (
+	"strings"
 	"time"
 
 	"reconcile"
@@ -26,9 +27,13 @@ type Result struct {
 	RejectedUnlisted int `json:"rejected_unlisted,omitempty"`
 	// Orphans are effects made by an owner that had lost its claim: real
 	// money nobody would see unless it is reported.
-	Orphans    []Orphan  `json:"orphans"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Orphans []Orphan `json:"orphans"`
+	// AtRisk and Repaired are MoneyAtRisk and MoneyRepaired, in minor
+	// units per currency, as the run ended.
+	AtRisk     map[string]int64 `json:"money_at_risk"`
+	Repaired   map[string]int64 `json:"money_repaired"`
+	StartedAt  time.Time        `json:"started_at"`
+	FinishedAt time.Time        `json:"finished_at"`
 }
 
 // Input is one input's account.
@@ -51,7 +56,10 @@ type Discrepancy struct {
 	Currency      string          `json:"currency"` // upper case
 	ExpectedMinor int64           `json:"expected_minor"`
 	ObservedMinor int64           `json:"observed_minor"`
-	Transactions  []string        `json:"transactions"`
+	// ObservedCurrency is the currency of what was observed, when it is
+	// not Currency (a mismatch in another currency).
+	ObservedCurrency string   `json:"observed_currency,omitempty"`
+	Transactions     []string `json:"transactions"`
 	// Related are the refunds and disputes of the effect's charge that no
 	// effect of ours made (a refund a person made in the dashboard): not
 	// its evidence, shown with it.
@@ -124,6 +132,19 @@ func (r *Result) MoneyAtRisk() map[string]int64 {
 	return out
 }
 
+// MoneyRepaired is, per currency, what this run's actions made (refunds of
+// extra charges, missing effects redelivered) and the provider's report
+// has yet to confirm.
+func (r *Result) MoneyRepaired() map[string]int64 {
+	out := map[string]int64{}
+	for i := range r.Discrepancies {
+		if v := r.Discrepancies[i].Repaired(); v != 0 {
+			out[r.Discrepancies[i].Currency], _ = reconcile.AddMinor(out[r.Discrepancies[i].Currency], v)
+		}
+	}
+	return out
+}
+
 // Overflowed names the currencies whose money at risk is beyond int64:
 // MoneyAtRisk gives the largest amount it can hold for them.
 func (r *Result) Overflowed() map[string]bool {
@@ -146,16 +167,87 @@ func (r *Result) moneyAtRisk() (map[string]int64, map[string]bool) {
 	return out, over
 }
 
-// AtRisk is the finding's share of MoneyAtRisk: nothing for a pending
-// effect, the extra transactions of a duplicate, else Money.
+// AtRisk is the finding's open exposure, its share of MoneyAtRisk
+// (docs/CLASSIFICATION.md): the extra charges of a duplicate not refunded,
+// a missing effect not redelivered, the difference of a mismatch (the
+// whole request when the currency differs), unexpected money; for a
+// deferred or escalated finding the money it is about. Nothing for a
+// pending or confirmed effect.
 func (d *Discrepancy) AtRisk() int64 {
+	open, _ := d.exposure()
+	return open
+}
+
+// Repaired is what this run's actions made for the finding (a refund of an
+// extra charge, a missing effect redelivered) that the provider's report
+// has yet to confirm.
+func (d *Discrepancy) Repaired() int64 {
+	_, repaired := d.exposure()
+	return repaired
+}
+
+func (d *Discrepancy) exposure() (open, repaired int64) {
 	switch d.Class {
-	case reconcile.Pending:
-		return 0
+	case reconcile.Confirmed, reconcile.Pending:
+		return 0, 0
+	case reconcile.Mismatched:
+		if d.ObservedCurrency != "" && !strings.EqualFold(d.ObservedCurrency, d.Currency) {
+			return magnitude(d.ExpectedMinor), 0
+		}
+		diff, _ := reconcile.AddMinor(d.ObservedMinor, -d.ExpectedMinor)
+		if diff < 0 {
+			diff = -diff
+		}
+		return diff, 0
 	case reconcile.Duplicated:
-		return d.ObservedMinor - d.ExpectedMinor
+		extra, _ := reconcile.AddMinor(d.ObservedMinor, -d.ExpectedMinor)
+		paged := false
+		for _, x := range d.Actions {
+			switch {
+			case x.Kind == reconcile.Escalate:
+				paged = true
+			case x.Kind == reconcile.Compensate && made(x.Outcome):
+				repaired, _ = reconcile.AddMinor(repaired, x.AmountMinor)
+			case x.Kind == reconcile.Compensate:
+				open, _ = reconcile.AddMinor(open, x.AmountMinor)
+			}
+			extra, _ = reconcile.AddMinor(extra, -x.AmountMinor)
+		}
+		if paged && extra > 0 {
+			// What no compensation covers goes to a person: a refund or
+			// payout made twice, an extra charge refunded in part.
+			open, _ = reconcile.AddMinor(open, extra)
+		}
+		return open, repaired
+	case reconcile.Missing:
+		for _, x := range d.Actions {
+			if x.Kind != reconcile.Redeliver {
+				continue
+			}
+			switch x.Outcome {
+			case reconcile.OutcomeApplied:
+				return 0, magnitude(d.ExpectedMinor)
+			case reconcile.OutcomeSkipped: // found at the provider: not missing after all
+				return 0, 0
+			}
+		}
 	}
-	return d.Money()
+	return magnitude(d.Money()), 0
+}
+
+// magnitude is the size of an amount, whichever way the money went: a
+// missing refund is at risk as much as a missing charge.
+func magnitude(minor int64) int64 {
+	if minor < 0 {
+		return max(-minor, 0) // -MinInt64 does not fit: the bound itself, saturated
+	}
+	return minor
+}
+
+// made reports whether an outcome means that the provider made the action:
+// now, or in an earlier attempt this run found.
+func made(o reconcile.Outcome) bool {
+	return o == reconcile.OutcomeApplied || o == reconcile.OutcomeSkipped
 }
 
 // Money is the amount a finding is about: what was observed for a

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -120,7 +121,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	srcs, err := f.in.sources(ctx, args, os.Stdin)
+	srcs, err := f.in.sources(ctx, args, os.Stdin, a.log)
 	if err != nil {
 		return inputFailure(err)
 	}
@@ -364,6 +365,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		for _, t := range d.Transactions {
 			out.Transactions = append(out.Transactions, t.ID)
 		}
+		if d.Class == reconcile.Mismatched && len(d.Transactions) == 1 && !strings.EqualFold(d.Transactions[0].Amount.Currency, d.Currency) {
+			out.ObservedCurrency = strings.ToUpper(d.Transactions[0].Amount.Currency)
+		}
 		for _, t := range d.Related {
 			out.Related = append(out.Related, t.ID)
 		}
@@ -376,6 +380,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	}
 	acted, m.created = nil, nil
 	res.OutOfScope = m.outOfScope
+	res.AtRisk, res.Repaired = res.MoneyAtRisk(), res.MoneyRepaired()
 	res.FinishedAt = time.Now().UTC()
 	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "records", sum.Records, "effects", sum.Effects,
 		"partitions", sum.Partitions, "confirmed_now", sum.Confirmed)
