@@ -48,7 +48,7 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 		return nil, err
 	}
 	defer conn.Close()
-	m := &matching{conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
+	m := &matching{s: s, conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
 		strs: map[string]string{}}
 	defer conn.ExecContext(context.WithoutCancel(ctx), matchTeardown)
 	sum, err := m.run(ctx, match)
@@ -60,6 +60,7 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 
 // matching is one run's matching.
 type matching struct {
+	s    *Store
 	conn *sql.Conn
 	p    *ledgerdb.MatchParams
 	now  string
@@ -331,7 +332,9 @@ func (m *matching) intern(s string) string {
 }
 
 // record writes a partition's confirmations in one transaction, and
-// returns how many attempted effects it confirmed.
+// returns how many attempted effects it confirmed. Between statements the
+// connection holds no read transaction open, so waiting here for another
+// process's write lock blocks nobody.
 func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n int, err error) {
 	if len(confs) == 0 {
 		return 0, nil
@@ -344,7 +347,7 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 	if err != nil {
 		return 0, err
 	}
-	tx, err := m.conn.BeginTx(ctx, nil)
+	tx, err := m.s.begin(ctx, m.conn)
 	if err != nil {
 		return 0, err
 	}

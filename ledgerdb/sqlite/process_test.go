@@ -41,19 +41,28 @@ func TestMain(m *testing.M) {
 // childSpec is what a child process is told to do.
 type childSpec struct {
 	Path    string // the ledger file
-	Op      string // "claim" (Workers claims at once, after stdin closes) or "settle"
+	Op      string // "claim" (Workers claims at once, after stdin closes), "settle" or "ingest" (see childIngest)
 	Key     string
 	Workers int
 	Fence   int64
 	Success bool
 	Result  string
 	Now     time.Time // the child's clock: a fixed instant
+	// For "ingest" (see childIngest).
+	URI                       string
+	Rows                      int
+	Started, Holding, Release string
+	// The child's busy timeout and write wait, when set.
+	Busy, WriteWait time.Duration
 }
 
 func child(spec string) error {
 	var c childSpec
 	if err := json.Unmarshal([]byte(spec), &c); err != nil {
 		return err
+	}
+	if c.Busy > 0 {
+		sqlite.SetWaits(c.Busy, c.WriteWait)
 	}
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, c.Path, ledgerdb.Config{Now: func() time.Time { return c.Now }})
@@ -88,6 +97,8 @@ func child(spec string) error {
 			return err
 		}
 		return out.Encode(r)
+	case "ingest":
+		return childIngest(ctx, s, &c)
 	}
 	return nil
 }

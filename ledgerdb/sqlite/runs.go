@@ -38,9 +38,13 @@ func scanRun(row *sql.Row) (*reconcile.Run, error) {
 
 // StartRun implements ledgerdb.Store.
 func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `
-		INSERT INTO run (id, status, args, started_at) VALUES (?, 'running', ?, ?)
-		RETURNING `+runCols, p.ID, nullJSON(p.Args), ts(s.now())))
+	var r *reconcile.Run
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		r, err = scanRun(tx.QueryRowContext(ctx, `
+			INSERT INTO run (id, status, args, started_at) VALUES (?, 'running', ?, ?)
+			RETURNING `+runCols, p.ID, nullJSON(p.Args), ts(s.now())))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: start: %w", p.ID, err)
 	}
@@ -50,9 +54,13 @@ func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 // FinishRun implements ledgerdb.Store.
 func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
 	// The result is not read back: a large run's is hundreds of megabytes.
-	r, err := scanRun(s.db.QueryRowContext(ctx, `
-		UPDATE run SET status = ?, result = ?, finished_at = ? WHERE id = ? AND status = 'running'
-		RETURNING id, status, args, NULL, started_at, finished_at`, string(p.Status), nullJSON(p.Result), ts(s.now()), p.ID))
+	var r *reconcile.Run
+	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
+		r, err = scanRun(tx.QueryRowContext(ctx, `
+			UPDATE run SET status = ?, result = ?, finished_at = ? WHERE id = ? AND status = 'running'
+			RETURNING id, status, args, NULL, started_at, finished_at`, string(p.Status), nullJSON(p.Result), ts(s.now()), p.ID))
+		return err
+	})
 	if errors.Is(err, reconcile.ErrNotFound) {
 		if _, gerr := s.Run(ctx, p.ID); gerr != nil {
 			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)

@@ -1,7 +1,8 @@
 // Package sqlite is the embedded SQLite driver of the ledger, on
 // modernc.org/sqlite (pure Go, no cgo): one file, WAL, foreign keys on, a
-// busy timeout, and every write transaction BEGIN IMMEDIATE so that writers
-// in several processes take turns instead of failing.
+// busy timeout, and every write transaction BEGIN IMMEDIATE, tried again
+// for up to WriteWait, so that writers in several processes take turns
+// instead of failing (see turns.go).
 package sqlite
 
 import (
@@ -39,9 +40,11 @@ const timeFormat = "2006-01-02T15:04:05.000Z"
 
 // Store is the ledger in a SQLite file.
 type Store struct {
-	db    *sql.DB
-	now   func() time.Time
-	where string
+	db        *sql.DB
+	now       func() time.Time
+	where     string
+	path      string
+	writeWait time.Duration // see WriteWait
 }
 
 var _ ledgerdb.Store = (*Store)(nil)
@@ -55,8 +58,10 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 			return nil, fmt.Errorf("ledger %s: %w", where, err)
 		}
 	}
+	// The driver runs these pragmas on every connection it opens, the
+	// pool's later ones too.
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", waits.busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
@@ -72,7 +77,18 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: cannot open: %w", where, err)
 	}
-	return &Store{db: db, now: cfg.Clock(), where: where}, nil
+	// Without WAL a reader blocks a writer's commit, and a writer waiting
+	// for its turn blocks the one that has it: refuse rather than fail later.
+	var mode string
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: cannot open: %w", where, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: journal mode is %s, not WAL: writers in two processes could not take turns (keep the file on a local file system)", where, mode)
+	}
+	return &Store{db: db, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
 }
 
 // Close closes the file.
@@ -160,9 +176,9 @@ func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
 	return out, rows.Err()
 }
 
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE, from _txlock).
+// inTx runs fn in a write transaction (see begin).
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx, s.db)
 	if err != nil {
 		return err
 	}
