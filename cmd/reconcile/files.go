@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"reconcile/ingest"
 )
 
 // writeWith writes a file whole or not at all: into a temporary file in
@@ -44,4 +47,54 @@ func createTemp(path string) (*os.File, error) {
 			return f, err
 		}
 	}
+}
+
+// checkOverwrite refuses an output path that would destroy something: an
+// input of the command (`--json *.csv` takes the first file as the
+// destination), or an existing file that is not an earlier output of the
+// same kind (isOutput says which are). "-" and a path that does not exist
+// yet are fine.
+func checkOverwrite(flag, path string, inputs []ingest.Source, isOutput func(head []byte) bool) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return usageError("%s %s: %v", flag, path, err)
+	}
+	for _, src := range inputs {
+		if in, err := os.Stat(src.URI); src.Local() && err == nil && os.SameFile(fi, in) {
+			return usageError("%s %s: refusing to overwrite an input of this command (a shell glob after %s?)", flag, path, flag)
+		}
+	}
+	head := make([]byte, 64<<10)
+	f, err := os.Open(path)
+	if err != nil {
+		return usageError("%s %s: %v", flag, path, err)
+	}
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	if !fi.Mode().IsRegular() || !isOutput(head[:n]) {
+		return usageError("%s %s: refusing to overwrite a file that is not an earlier %s output; remove it or choose another name", flag, path, flag)
+	}
+	return nil
+}
+
+// isJSONResult says whether a file begins as a JSON result of reconcile
+// does: an object whose first member is one a result starts with.
+func isJSONResult(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 || head[0] != '{' {
+		return len(bytes.TrimSpace(head)) == 0 // an empty file holds nothing to lose
+	}
+	rest := bytes.TrimLeft(head[1:], " \t\r\n")
+	return bytes.HasPrefix(rest, []byte(`"run_id"`)) || bytes.HasPrefix(rest, []byte(`"inputs"`))
+}
+
+// isWorkbook says whether a file begins as an xlsx workbook (a zip) does.
+func isWorkbook(head []byte) bool {
+	return len(head) == 0 || bytes.HasPrefix(head, []byte("PK\x03\x04"))
 }

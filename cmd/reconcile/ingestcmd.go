@@ -48,9 +48,12 @@ Examples:
 				return err
 			}
 			ctx := cmd.Context()
-			srcs, err := in.sources(ctx, args, os.Stdin)
+			srcs, err := in.sources(ctx, args, os.Stdin, a.log)
 			if err != nil {
 				return inputFailure(err)
+			}
+			if err := checkOverwrite("--json", jsonPath, srcs, isJSONResult); err != nil {
+				return err
 			}
 			var store ledgerdb.Store
 			if !check {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -86,8 +87,8 @@ func (f *inputFlags) options() (*ingest.Options, error) {
 }
 
 // sources expands the command line's inputs, creating an S3 client only
-// when an input names S3.
-func (f *inputFlags) sources(ctx context.Context, args []string, stdin io.Reader) ([]ingest.Source, error) {
+// when an input names S3, and warns of each directory entry not read.
+func (f *inputFlags) sources(ctx context.Context, args []string, stdin io.Reader, log *slog.Logger) ([]ingest.Source, error) {
 	var s3 *ingest.S3
 	for _, a := range args {
 		if strings.HasPrefix(a, "s3://") {
@@ -98,7 +99,11 @@ func (f *inputFlags) sources(ctx context.Context, args []string, stdin io.Reader
 			break
 		}
 	}
-	return ingest.Expand(ctx, args, stdin, s3)
+	srcs, skipped, err := ingest.ExpandWithSkipped(ctx, args, stdin, s3)
+	for _, s := range skipped {
+		log.Warn("input not read", "path", s.Path, "reason", s.Reason)
+	}
+	return srcs, err
 }
 
 // writeJSON writes v as indented JSON to path, "-" meaning stdout.

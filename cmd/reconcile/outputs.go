@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"reconcile"
+	"reconcile/ingest"
 	"reconcile/ledgerdb"
 	"reconcile/report"
 )
@@ -33,6 +34,15 @@ func (f *outputFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.metricsPush, "metrics-push", os.Getenv("RECONCILE_METRICS_PUSH"),
 		"push the run's metrics to the Prometheus Pushgateway at URL (env RECONCILE_METRICS_PUSH)")
 	fl.StringVar(&f.metricsJob, "metrics-job", "reconcile", "the Pushgateway job name")
+}
+
+// checkOverwrite refuses outputs that would overwrite an input or a file
+// that is not an earlier output of their kind, before anything runs.
+func (f *outputFlags) checkOverwrite(inputs []ingest.Source) error {
+	if err := checkOverwrite("--json", f.jsonPath, inputs, isJSONResult); err != nil {
+		return err
+	}
+	return checkOverwrite("--xlsx", f.xlsxPath, inputs, isWorkbook)
 }
 
 // writeOutputs writes a finished run's JSON result, spreadsheet and metrics.

@@ -125,7 +125,10 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return inputFailure(err)
 	}
-	srcs, cleanup, err := spoolStdin(srcs)
+	if err := f.out.checkOverwrite(srcs); err != nil {
+		return err
+	}
+	srcs, cleanup, err := spoolStdin(ctx, srcs)
 	if err != nil {
 		return err
 	}
@@ -413,8 +416,8 @@ func lookupSource(ctx context.Context, store ledgerdb.Store, src ingest.Source) 
 }
 
 // spoolStdin copies standard input to a temporary file, so that it can be
-// read twice like any other input.
-func spoolStdin(srcs []ingest.Source) ([]ingest.Source, func(), error) {
+// read twice like any other input; a cancelled run stops waiting for it.
+func spoolStdin(ctx context.Context, srcs []ingest.Source) ([]ingest.Source, func(), error) {
 	cleanup := func() {}
 	for i, s := range srcs {
 		if s.URI != "-" {
@@ -425,7 +428,14 @@ func spoolStdin(srcs []ingest.Source) ([]ingest.Source, func(), error) {
 			return nil, cleanup, err
 		}
 		cleanup = func() { os.Remove(f.Name()) }
-		if _, err := io.Copy(f, os.Stdin); err != nil {
+		in, err := s.Open(ctx)
+		if err != nil {
+			f.Close()
+			return nil, cleanup, err
+		}
+		_, err = io.Copy(f, in)
+		in.Close()
+		if err != nil {
 			f.Close()
 			return nil, cleanup, fmt.Errorf("read standard input: %w", err)
 		}
