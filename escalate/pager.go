@@ -8,9 +8,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"sync"
 	"time"
 
@@ -80,7 +82,7 @@ func (p *PagerDuty) Resolve(ctx context.Context, e *reconcile.Escalation) error 
 }
 
 func (p *PagerDuty) send(ctx context.Context, ev *event) error {
-	return postJSON(ctx, p.Client, p.URL, ev)
+	return postJSON(ctx, p.Client, p.URL, ev, p.RoutingKey)
 }
 
 // Webhook posts each page as JSON to a URL: {"event": "trigger"|"acknowledge"|"resolve",
@@ -156,15 +158,20 @@ func (l *Log) write(ev string, e *reconcile.Escalation) error {
 	return err
 }
 
-// postJSON posts v and wants a 2xx answer.
-func postJSON(ctx context.Context, client *http.Client, url string, v any) error {
+// postJSON posts v and wants a 2xx answer. Its errors are logged and stored
+// in the ledger, so they never show the URL's secrets nor the others the
+// request carried (a routing key), even where the server's answer echoes
+// the request.
+func postJSON(ctx context.Context, client *http.Client, url string, v any, secrets ...string) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	where := reconcile.RedactURL(url)
+	secrets = append(reconcile.URLSecrets(url), secrets...)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return fmt.Errorf("page %s: %s", where, reconcile.Scrub(err.Error(), secrets...))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if client == nil {
@@ -172,25 +179,22 @@ func postJSON(ctx context.Context, client *http.Client, url string, v any) error
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("page %s: %w", redact(url), err)
+		// A *url.Error quotes the whole URL: keep only what went wrong.
+		var uerr *neturl.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("page %s: %s", where, reconcile.Scrub(err.Error(), secrets...))
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	// The whole answer is scrubbed before it is cut, so that the cut
+	// cannot leave a secret's first half, which no longer matches.
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("page %s: HTTP %d: %s", redact(url), resp.StatusCode, bytes.TrimSpace(msg))
+		msg := reconcile.Scrub(string(bytes.TrimSpace(msg)), secrets...)
+		return fmt.Errorf("page %s: HTTP %d: %s", where, resp.StatusCode, truncate(msg, 1024))
 	}
 	return nil
-}
-
-// redact drops a URL's query and user info, where webhooks carry secrets.
-func redact(raw string) string {
-	req, err := http.NewRequest(http.MethodGet, raw, nil)
-	if err != nil {
-		return "(pager URL)"
-	}
-	u := req.URL
-	u.User, u.RawQuery = nil, ""
-	return u.String()
 }
 
 func truncate(s string, n int) string {

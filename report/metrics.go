@@ -2,8 +2,11 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	neturl "net/url"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -107,8 +110,24 @@ func WriteMetricsFile(path string, r *Result) error {
 // url, in the group of job. A successful run replaces the group (PUT), so
 // nothing of an earlier run lingers; an unfinished one only replaces the
 // metrics it has (POST), so the group keeps the last success's timestamp.
+// A user and password in url are sent as basic auth; its errors show url
+// as reconcile.RedactURL does, and never its secrets.
 func PushMetrics(ctx context.Context, url, job string, r *Result) error {
-	p := push.New(url, job).Gatherer(Metrics(r))
+	if !strings.Contains(url, "://") {
+		url = "http://" + url // as push.New reads host:port
+	}
+	where, secrets := reconcile.RedactURL(url), reconcile.URLSecrets(url)
+	gateway, user, pass := url, "", ""
+	if u, err := neturl.Parse(url); err == nil && u.User != nil {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+		u.User = nil
+		gateway = u.String()
+	}
+	p := push.New(gateway, job).Gatherer(Metrics(r))
+	if user != "" || pass != "" {
+		p = p.BasicAuth(user, pass)
+	}
 	var err error
 	if r.FinishedAt.IsZero() {
 		err = p.AddContext(ctx)
@@ -116,7 +135,12 @@ func PushMetrics(ctx context.Context, url, job string, r *Result) error {
 		err = p.PushContext(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("push metrics to %s: %w", url, err)
+		// A *url.Error quotes the whole URL: keep only what went wrong.
+		var uerr *neturl.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("push metrics to %s: %s", where, reconcile.Scrub(err.Error(), secrets...))
 	}
 	return nil
 }

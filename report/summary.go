@@ -14,13 +14,15 @@ import (
 const maxListed = 25
 
 // Summary writes the summary for people: inputs, counts and money per class
-// and currency, and the actions.
+// and currency, and the actions. Text from inputs and the ledger goes
+// through Printable: an id or a file name cannot draw on the terminal.
 func Summary(w io.Writer, r *Result) {
+	p := Printable
 	mode := "plan only: nothing was changed outside the ledger"
 	if r.Applied {
 		mode = "applied"
 	}
-	fmt.Fprintf(w, "run %s, as of %s (%s)\n\n", r.RunID, r.AsOf, mode)
+	fmt.Fprintf(w, "run %s, as of %s (%s)\n\n", p(r.RunID), p(r.AsOf), mode)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "INPUT\tFORMAT\tROWS\tEVIDENCE\tREJECTED\tIGNORED\t")
 	for _, in := range r.Inputs {
@@ -28,7 +30,7 @@ func Summary(w io.Writer, r *Result) {
 		if in.AlreadyIngested {
 			note = "(ingested before)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", in.URI, in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored, note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p(in.URI), p(in.Format), in.Rows, in.Evidence, in.Rejected, in.Ignored, note)
 	}
 	tw.Flush()
 
@@ -47,7 +49,7 @@ func Summary(w io.Writer, r *Result) {
 		var amounts []string
 		for k, v := range money {
 			if k.class == c {
-				amounts = append(amounts, reconcile.Money{Minor: v, Currency: k.cur}.String())
+				amounts = append(amounts, p(reconcile.Money{Minor: v, Currency: k.cur}.String()))
 			}
 		}
 		sort.Strings(amounts)
@@ -62,12 +64,12 @@ func Summary(w io.Writer, r *Result) {
 	for _, d := range r.Discrepancies {
 		for _, x := range d.Actions {
 			outcomes[x.Outcome]++
-			line := fmt.Sprintf("  %-10s %-10s %s", x.Outcome, x.Kind, x.Key)
+			line := fmt.Sprintf("  %-10s %-10s %s", p(string(x.Outcome)), p(string(x.Kind)), p(x.Key))
 			switch {
 			case x.Made != "":
-				line += " -> " + x.Made
+				line += " -> " + p(x.Made)
 			case x.Note != "" && x.Outcome != reconcile.OutcomePlanned:
-				line += ": " + truncate(x.Note, 100)
+				line += ": " + p(truncate(x.Note, 100))
 			}
 			acts = append(acts, line)
 		}
@@ -87,7 +89,7 @@ func Summary(w io.Writer, r *Result) {
 	}
 	for _, o := range r.Orphans {
 		fmt.Fprintf(w, "\nORPHAN: %s was made by %s (fence %d) after the action moved to %s (fence %d): %s. Check it by hand.\n",
-			o.Key, o.StaleOwner, o.StaleFence, o.CurrentOwner, o.CurrentFence, o.StaleResult)
+			p(o.Key), p(o.StaleOwner), o.StaleFence, p(o.CurrentOwner), o.CurrentFence, p(o.StaleResult))
 	}
 	if len(r.Rejected) > 0 {
 		fmt.Fprintf(w, "\n%d rejected rows (see --json for all):\n", len(r.Rejected))
@@ -96,7 +98,7 @@ func Summary(w io.Writer, r *Result) {
 				fmt.Fprintf(w, "  ...\n")
 				break
 			}
-			fmt.Fprintf(w, "  %s:%d: %s\n", x.URI, x.Line, x.Reason)
+			fmt.Fprintf(w, "  %s:%d: %s\n", p(x.URI), x.Line, p(x.Reason))
 		}
 	}
 }

@@ -252,28 +252,29 @@ func printCheck(w io.Writer, res *checkResult) {
 	fmt.Fprintln(tw, "INPUT\tFORMAT\tROWS\tEVIDENCE\tREJECTED\tIGNORED")
 	for _, in := range res.Inputs {
 		if in.AlreadyIngested {
-			fmt.Fprintf(tw, "%s\t(already ingested)\t\t\t\t\n", in.URI)
+			fmt.Fprintf(tw, "%s\t(already ingested)\t\t\t\t\n", report.Printable(in.URI))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", in.URI, in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", report.Printable(in.URI), in.Format, in.Rows, in.Evidence, in.Rejected, in.Ignored)
 	}
 	tw.Flush()
 	for _, in := range res.Inputs {
 		if len(in.Totals) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s\n", in.URI)
+		fmt.Fprintf(w, "\n%s\n", report.Printable(in.URI))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "CURRENCY\tKIND\tCOUNT\tGROSS\t")
 		for _, t := range in.Totals {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", t.Currency, t.Kind, t.Count, reconcile.Money{Minor: t.AmountMinor, Currency: t.Currency}.String())
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", report.Printable(t.Currency), report.Printable(string(t.Kind)), t.Count,
+				reconcile.Money{Minor: t.AmountMinor, Currency: t.Currency}.String())
 		}
 		tw.Flush()
 	}
 	if len(res.Rejected) > 0 {
 		fmt.Fprintf(w, "\nrejected rows:\n")
 		for _, r := range res.Rejected {
-			fmt.Fprintf(w, "  %s:%d: %s\n", r.URI, r.Line, r.Reason)
+			fmt.Fprintf(w, "  %s:%d: %s\n", report.Printable(r.URI), r.Line, report.Printable(r.Reason))
 		}
 		if res.Unlisted > 0 {
 			fmt.Fprintf(w, "  ... and %d more\n", res.Unlisted)

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 
+	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/postgres"
 	"reconcile/ledgerdb/sqlite"
+	"reconcile/report"
 )
 
 // openLedger opens the ledger at url (empty: the embedded default). An
@@ -22,7 +24,7 @@ func openLedger(ctx context.Context, url string, cfg ledgerdb.Config) (ledgerdb.
 	case ledgerdb.Postgres:
 		s, err := postgres.Open(ctx, loc.DSN, cfg)
 		if err != nil {
-			return nil, loc, err
+			return nil, loc, scrub(err, loc)
 		}
 		store = s
 		err = store.CheckSchema(ctx)
@@ -52,7 +54,10 @@ func openForMigrate(ctx context.Context, url string) (ledgerdb.Store, ledgerdb.L
 	}
 	if loc.Driver == ledgerdb.Postgres {
 		s, err := postgres.Open(ctx, loc.DSN, ledgerdb.Config{})
-		return s, loc, err
+		if err != nil {
+			return nil, loc, scrub(err, loc)
+		}
+		return s, loc, nil
 	}
 	s, err := sqlite.Open(ctx, loc.DSN, ledgerdb.Config{})
 	return s, loc, err
@@ -61,7 +66,23 @@ func openForMigrate(ctx context.Context, url string) (ledgerdb.Store, ledgerdb.L
 // where names a ledger for people, without its password.
 func where(loc ledgerdb.Location) string {
 	if loc.Driver == ledgerdb.Postgres {
-		return ledgerdb.Redact(loc.DSN)
+		return report.Printable(ledgerdb.Redact(loc.DSN))
 	}
-	return "sqlite:" + loc.DSN
+	return report.Printable("sqlite:" + loc.DSN)
+}
+
+// scrubbedError is an error whose text has the ledger's passwords hidden.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrub hides the ledger's passwords in a driver's error: pgx quotes the
+// connection string it could not parse, and its own redaction of a
+// keyword string is best effort (a quoted password with a \' in it).
+func scrub(err error, loc ledgerdb.Location) error {
+	return &scrubbedError{msg: reconcile.Scrub(err.Error(), ledgerdb.Secrets(loc.DSN)...), err: err}
 }

@@ -14,6 +14,7 @@ import (
 	"reconcile"
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
+	"reconcile/report"
 )
 
 // showResult is what `reconcile show` knows of one effect.
@@ -99,22 +100,26 @@ func writeJSONTo(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printShow writes what the ledger knows of an effect for people. Every
+// text from the ledger goes through report.Printable: an id, a reason or
+// a provider's error cannot draw on the terminal.
 func printShow(w io.Writer, r *showResult) {
+	p := report.Printable
 	e := r.Effect
-	fmt.Fprintf(w, "effect %s\n  step %s at %s, %s", e.Key, e.Step, e.Provider, e.Status)
+	fmt.Fprintf(w, "effect %s\n  step %s at %s, %s", p(e.Key), p(e.Step), p(e.Provider), p(string(e.Status)))
 	if e.ExternalID != "" {
-		fmt.Fprintf(w, " as %s", e.ExternalID)
+		fmt.Fprintf(w, " as %s", p(e.ExternalID))
 	}
 	fmt.Fprintf(w, "\n  created %s", stamp(e.CreatedAt))
 	if !e.ConfirmedAt.IsZero() {
 		fmt.Fprintf(w, ", confirmed %s", stamp(e.ConfirmedAt))
 	}
 	if e.Depth > 0 {
-		fmt.Fprintf(w, "\n  compensates %s (depth %d)", e.ParentKey, e.Depth)
+		fmt.Fprintf(w, "\n  compensates %s (depth %d)", p(e.ParentKey), e.Depth)
 	}
-	fmt.Fprintf(w, "\n  request %s\n", e.Request)
+	fmt.Fprintf(w, "\n  request %s\n", p(string(e.Request)))
 	if r.State != nil {
-		fmt.Fprintf(w, "  reconciliation: %s since %s (run %s)", r.State.Class, stamp(r.State.Since), r.State.RunID)
+		fmt.Fprintf(w, "  reconciliation: %s since %s (run %s)", p(string(r.State.Class)), stamp(r.State.Since), p(r.State.RunID))
 		if r.State.Final {
 			fmt.Fprint(w, ", final")
 		}
@@ -123,7 +128,7 @@ func printShow(w io.Writer, r *showResult) {
 	section(w, "evidence", len(r.Evidence), func(tw io.Writer) {
 		fmt.Fprintln(tw, "  TIME\tKIND\tTRANSACTION\tAMOUNT\tSOURCE\t")
 		for _, ev := range r.Evidence {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s:%d\t\n", stamp(ev.Time), ev.Kind, ev.TxID, ev.Amount, ev.URI, ev.Line)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s:%d\t\n", stamp(ev.Time), p(string(ev.Kind)), p(ev.TxID), p(ev.Amount.String()), p(ev.URI), ev.Line)
 		}
 	})
 	section(w, "actions", len(r.Claims), func(tw io.Writer) {
@@ -133,12 +138,12 @@ func printShow(w io.Writer, r *showResult) {
 			if c.Error != "" {
 				out = c.Error
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t\n", c.Key, c.State, c.Fence, c.Owner, out)
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t\n", p(c.Key), p(string(c.State)), c.Fence, p(c.Owner), p(out))
 		}
 	})
 	section(w, "compensations", len(r.Compensations), func(tw io.Writer) {
 		for _, c := range r.Compensations {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", c.Key, c.Status, c.ExternalID)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", p(c.Key), p(string(c.Status)), p(c.ExternalID))
 		}
 	})
 	section(w, "escalations", len(r.Escalations), func(tw io.Writer) {
@@ -147,9 +152,9 @@ func printShow(w io.Writer, r *showResult) {
 	section(w, "history", len(r.History), func(tw io.Writer) {
 		fmt.Fprintln(tw, "  RUN\tCLASS\tREASON\t")
 		for _, f := range r.History {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", f.RunID, f.Class, f.Reason)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t\n", p(f.RunID), p(string(f.Class)), p(f.Reason))
 			for _, x := range f.Actions {
-				fmt.Fprintf(tw, "  \t  %s %s\t%s %s\t\n", x.Outcome, x.Kind, x.Key, x.Note)
+				fmt.Fprintf(tw, "  \t  %s %s\t%s %s\t\n", p(string(x.Outcome)), p(string(x.Kind)), p(x.Key), p(x.Note))
 			}
 		}
 	})
@@ -174,7 +179,9 @@ func stamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
+// printEscalations writes the escalations table, its text made Printable.
 func printEscalations(tw io.Writer, es []reconcile.Escalation) {
+	p := report.Printable
 	fmt.Fprintln(tw, "  OPENED\tSTATUS\tCLASS\tSUBJECT\tPAGED\tREASON\t")
 	for _, e := range es {
 		status := string(e.Status)
@@ -184,7 +191,7 @@ func printEscalations(tw io.Writer, es []reconcile.Escalation) {
 		case reconcile.EscalationAcknowledged:
 			status += " by " + e.AcknowledgedBy
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), status, e.Class, e.Subject, stamp(e.PagedAt), e.Reason)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), p(status), p(string(e.Class)), p(e.Subject), stamp(e.PagedAt), p(e.Reason))
 	}
 }
 
@@ -222,7 +229,7 @@ Example:
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", e.Key, e.AcknowledgedBy, stamp(e.AcknowledgedAt))
+				fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", report.Printable(e.Key), report.Printable(e.AcknowledgedBy), stamp(e.AcknowledgedAt))
 				return (&escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}).Acknowledged(ctx, e)
 			}
 			es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
@@ -294,9 +301,9 @@ Example:
 				return err
 			}
 			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}
-			fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", args[0], res, by, out.Effect.Status)
+			fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", report.Printable(args[0]), res, report.Printable(by), out.Effect.Status)
 			for _, e := range out.Closed {
-				fmt.Fprintf(a.stdout, "  closed escalation %s\n", e.Key)
+				fmt.Fprintf(a.stdout, "  closed escalation %s\n", report.Printable(e.Key))
 			}
 			return raiser.Resolved(ctx, out.Closed)
 		},

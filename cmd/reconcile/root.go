@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"reconcile/report"
 )
 
 // Exit statuses, as DESIGN section 8 fixes them.
@@ -52,12 +54,28 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "reconcile: %v\n", err)
+	printError(stderr, err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
 	}
 	return exitFailure
+}
+
+// printError writes err on stderr for people, one line per joined error,
+// each made Printable: a file name or an id in it cannot draw on the
+// terminal nor forge a line.
+func printError(w io.Writer, err error) {
+	if ee, ok := err.(*exitError); ok {
+		err = ee.err
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		fmt.Fprintf(w, "reconcile: %s\n", report.Printable(e.Error()))
+	}
 }
 
 // usageArgs makes a positional-argument check's error a usage error.

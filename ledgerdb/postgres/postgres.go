@@ -2,8 +2,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -49,7 +51,9 @@ func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) 
 	where := ledgerdb.Redact(url)
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("ledger %s: bad PostgreSQL URL: %w", where, err)
+		// pgx's error quotes the connection string, redacted as best it
+		// can: only the cause is kept.
+		return nil, fmt.Errorf("ledger %s: bad PostgreSQL URL: %v", where, cmp.Or(errors.Unwrap(err), err))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
