@@ -24,8 +24,11 @@ const DefaultPartitionSize = 50000
 // MatchParams ask for a run's matching, partition by partition.
 type MatchParams struct {
 	RunID string
-	// Sources are the run's inputs in the manifest: their evidence is the
-	// run's own, the rest of the ledger's evidence is earlier.
+	// Sources are the run's new inputs in the manifest: their evidence is
+	// the run's own, the rest of the ledger's evidence (inputs read again
+	// included) is earlier. A closed effect comes back into scope only when
+	// the run's own evidence names it with a transaction no earlier
+	// evidence holds: reading the same evidence again reopens nothing.
 	Sources []int64
 	// Kinds gives the kind of provider transaction each step makes
 	// (matcher.StepKinds). An effect links only to transactions of its
@@ -98,6 +101,9 @@ type Partition struct {
 type ScopedEffect struct {
 	reconcile.Effect
 	State reconcile.Class // "" when no run classified it yet
+	// Since is when the effect was first found in State: the finding is
+	// that old. Zero when State is "".
+	Since time.Time
 	Final bool
 	// Conflicts are the ids of the transactions whose records name this
 	// effect and another effect in scope (matcher.Effect.Conflicts).

@@ -69,6 +69,9 @@ type Discrepancy struct {
 	// Time is when the effect was created, or when the unexpected
 	// transaction happened; zero when unknown.
 	Time time.Time `json:"time,omitzero"`
+	// FirstFound is when a run first found the finding as it is: an
+	// earlier run's, for one still open since, else this run's start.
+	FirstFound time.Time `json:"first_found,omitzero"`
 }
 
 // Action is one action of a finding and what became of it.

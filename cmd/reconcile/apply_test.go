@@ -314,8 +314,10 @@ func TestSecondRunMakesNoProviderCall(t *testing.T) {
 		if n := w.calls.Load() - before; n != 0 {
 			t.Errorf("the second run made %d provider calls, want none", n)
 		}
-		if fmt.Sprint(second.Counts) != fmt.Sprint(first.Counts) || len(second.Discrepancies) != len(first.Discrepancies) {
-			t.Errorf("second run counts %v, want %v", second.Counts, first.Counts)
+		// What the first run repaired is not found again from the same
+		// report; the redeliveries stay missing until a report shows them.
+		if second.Counts["missing"] != len(w.missing) || second.Counts["duplicated"] != 0 || second.Counts["unexpected"] != 0 {
+			t.Errorf("second run counts %v, want the %d missing effects awaiting the provider's report, and nothing else", second.Counts, len(w.missing))
 		}
 		for _, d := range second.Discrepancies {
 			for _, x := range d.Actions {

@@ -21,6 +21,7 @@ type partitionMatch struct {
 	log        *slog.Logger
 	kept       []reconcile.Discrepancy
 	created    map[string]time.Time // when each kept finding's effect was created
+	since      map[string]time.Time // when an earlier run first found a kept finding's effect in the class it has now
 	confirmed  int
 	outOfScope int
 	done       atomic.Int64 // partitions matched, for the progress line
@@ -76,7 +77,11 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 			continue
 		}
 		if isEffect {
-			m.created[d.EffectKey] = part.Effects[j].CreatedAt
+			e := &part.Effects[j]
+			m.created[d.EffectKey] = e.CreatedAt
+			if e.State == d.Class && !e.Since.IsZero() {
+				m.since[d.EffectKey] = e.Since
+			}
 		}
 		m.kept = append(m.kept, *d)
 	}

@@ -317,10 +317,19 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	}
 	scope, cutoff := matcher.Window(ends, asOf, lag)
 	res.AsOf = coverageEnd(asOf, cutoff, lag)
-	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: pageFrom}, created: map[string]time.Time{}, log: a.log,
+	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: pageFrom}, created: map[string]time.Time{},
+		since: map[string]time.Time{}, log: a.log,
 		linked: func() { phase("link") }}
 	stopMatch := a.showProgress(func() string { return fmt.Sprintf("matching: partition %d of %d", m.done.Load(), m.count.Load()) })
-	sum, err := store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: runID, Sources: sourceIDs, Kinds: matcher.StepKinds(),
+	// Inputs read again are earlier evidence: what they hold was seen,
+	// reported and perhaps resolved by a person already.
+	var fresh []int64
+	for i, id := range sourceIDs {
+		if !in.inputs[i].AlreadyIngested {
+			fresh = append(fresh, id)
+		}
+	}
+	sum, err := store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: runID, Sources: fresh, Kinds: matcher.StepKinds(),
 		WebhookFormats: ingest.WebhookFormats()}, m.match)
 	stopMatch()
 	if err != nil {
@@ -361,7 +370,10 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		}
 		out := report.Discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency,
 			ExpectedMinor: d.ExpectedMinor, ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: d.Reason,
-			Time: m.created[d.EffectKey]}
+			Time: m.created[d.EffectKey], FirstFound: res.StartedAt}
+		if since, ok := m.since[d.EffectKey]; ok {
+			out.FirstFound = since
+		}
 		if d.EffectKey == "" && len(d.Transactions) > 0 {
 			out.Time = d.Transactions[0].Time
 		}
@@ -381,7 +393,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 		res.Discrepancies = append(res.Discrepancies, out)
 		*d = reconcile.Discrepancy{} // what the result keeps of it is out; the rest can go
 	}
-	acted, m.created = nil, nil
+	acted, m.created, m.since = nil, nil, nil
 	res.OutOfScope = m.outOfScope
 	res.AtRisk, res.Repaired = res.MoneyAtRisk(), res.MoneyRepaired()
 	res.FinishedAt = time.Now().UTC()

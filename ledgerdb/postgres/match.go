@@ -188,7 +188,13 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	if closed {
-		if err := exec(matchScopeNamed, steps, kinds, sources); err != nil {
+		if err := exec(matchNew, sources); err != nil {
+			return err
+		}
+		if err := exec(matchScopeNamed, steps, kinds); err != nil {
+			return err
+		}
+		if err := exec(`DROP TABLE m_new`); err != nil {
 			return err
 		}
 	}
@@ -259,6 +265,11 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	}
 	if err := m.conflicts(ctx, tx(matchConflicts), sources, linkKinds, charge); err != nil {
 		return err
+	}
+	if earlier && unlinked > 0 {
+		if err := exec(matchSeen, sources); err != nil {
+			return err
+		}
 	}
 	if err := exec(tx(matchPartKeys), sources, linkKinds, charge); err != nil {
 		return err
@@ -337,7 +348,7 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
 	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
 	rows, err := m.conn.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
+		coalesce(class, ''), since, final FROM m_eff WHERE `+where("key"), args...)
 	if err != nil {
 		return err
 	}
@@ -346,14 +357,18 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 			e                       ledgerdb.ScopedEffect
 			status, class           string
 			amount, currency, whole *string
+			since                   *time.Time
 		)
-		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &e.Final); err != nil {
+		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since, &e.Final); err != nil {
 			rows.Close()
 			return err
 		}
 		e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
 		e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
 		e.Request = ledgerdb.PlainRequest(amount, currency, whole)
+		if since != nil {
+			e.Since = since.UTC()
+		}
 		if e.State == "" {
 			r.fresh[e.Key] = true
 		}

@@ -25,7 +25,7 @@ const (
 	matchSetup = `SET work_mem = '256MB';
 SET temp_buffers = '256MB';
 CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL, status text NOT NULL,
-  external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, final boolean NOT NULL);
+  external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, since timestamptz, final boolean NOT NULL);
 CREATE TEMP TABLE m_early (source_id bigint NOT NULL, seq integer NOT NULL)`
 
 	// matchWriterSetup prepares the connection that records confirmations.
@@ -42,21 +42,25 @@ CREATE TEMP TABLE m_early (source_id bigint NOT NULL, seq integer NOT NULL)`
   CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'amount')::text END,
   CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'currency')::text END,
   CASE WHEN jsonb_typeof(e.request) <> 'object' THEN e.request::text END,
-  st.class, coalesce(st.final, false)
+  st.class, st.since, coalesce(st.final, false)
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::text[], $2::text[]) AS k(step, kind) ON k.step = e.step`
 
 	// matchScopeOpen takes every effect not finally reconciled and not
-	// abandoned; matchScopeNamed every other one that the run's evidence
-	// names by key or by external id.
-	matchScopeOpen  = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
+	// abandoned; matchScopeNamed every other one that the run's new
+	// evidence (m_new: its records of transactions no earlier record
+	// holds) names by key or by external id.
+	matchScopeOpen = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
+	matchNew       = `CREATE TEMP TABLE m_new AS SELECT x.effect_key, x.parent_effect_key, x.tx_id, x.payment_intent, x.parent_tx_id
+FROM evidence x WHERE x.source_id = ANY($1)
+  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.provider = x.provider AND o.source_id <> ALL($1)))`
 	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
-WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM evidence WHERE source_id = ANY($3) AND effect_key <> ''
-  UNION ALL SELECT parent_effect_key FROM evidence WHERE source_id = ANY($3) AND parent_effect_key <> '')
+WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> ''
+  UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
 UNION ` + matchEffect + `
 WHERE (e.status = 'abandoned' OR st.final) AND e.external_id IN (
-  SELECT tx_id FROM evidence WHERE source_id = ANY($3) AND tx_id <> ''
-  UNION ALL SELECT payment_intent FROM evidence WHERE source_id = ANY($3) AND payment_intent <> ''
-  UNION ALL SELECT parent_tx_id FROM evidence WHERE source_id = ANY($3) AND parent_tx_id <> '')`
+  SELECT tx_id FROM m_new WHERE tx_id <> ''
+  UNION ALL SELECT payment_intent FROM m_new WHERE payment_intent <> ''
+  UNION ALL SELECT parent_tx_id FROM m_new WHERE parent_tx_id <> '')`
 
 	// matchEarlier finds the earlier records that name an effect in scope
 	// by key (their own, or their payment's) or by its external id.
@@ -106,7 +110,7 @@ ORDER BY r.provider, r.payment_intent, s.uri COLLATE "C", r.line, r.tx_id COLLAT
 SELECT r.provider, r.kind, ` + matchTid + ` AS tid, ` + matchOwn + ` AS own,
   min(e.key COLLATE "C") FILTER (WHERE e.kind = r.kind) AS link, max(e.key COLLATE "C") FILTER (WHERE e.kind = r.kind) AS link_hi,
   min(e.key COLLATE "C") FILTER (WHERE e.kind = $3 AND r.kind IN ('refund', 'dispute')) AS ckey,
-  min(r.parent_effect_key COLLATE "C") FILTER (WHERE r.parent_effect_key <> '') COLLATE "default" AS pay_key, NULL::text COLLATE "C" AS rel,
+  min(r.parent_effect_key COLLATE "C") FILTER (WHERE r.parent_effect_key <> '') COLLATE "default" AS pay_key, NULL::text COLLATE "C" AS rel, false AS seen,
   min(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi,
   max(r.payment_intent COLLATE "C") FILTER (WHERE r.payment_intent <> '') COLLATE "default" AS pi_hi,
   min(r.parent_tx_id COLLATE "C") FILTER (WHERE r.parent_tx_id <> '') COLLATE "default" AS parent,
@@ -183,6 +187,13 @@ GROUP BY 1, 2`
   (SELECT s.key FROM m_eff s WHERE s.external_id = t.pi AND s.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1))
 WHERE t.link IS NULL AND t.kind IN ('refund', 'dispute')`
 
+	// matchSeen marks the transactions that link to nothing and that
+	// earlier evidence holds: they were reported when they were first
+	// seen (and their effect, closed since, is not reopened by them), so
+	// they are no part of this run.
+	matchSeen = `UPDATE m_tx t SET seen = true WHERE t.link IS NULL AND t.rel IS NULL AND t.own = 0
+  AND EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = t.tid AND o.provider = t.provider AND o.source_id <> ALL($1))`
+
 	// matchPartKeys gives every record the key of its partition. A
 	// transaction that links to nothing is placed by its own id; a record
 	// of its own by its source and line, so that the records of one line
@@ -192,7 +203,8 @@ SELECT coalesce(t.link, t.rel, (CASE WHEN t.own = 0 THEN t.tid ELSE (SELECT uri 
   coalesce(t.link, t.rel) IS NOT NULL AS linked, r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at,
   r.pending, r.failed, r.effect_key, r.parent_effect_key, r.payment_intent, r.parent_tx_id
 FROM ` + matchRecords + matchTxOf + `
-JOIN m_tx t ON t.provider = r.provider AND t.kind = r.kind AND t.tid = ` + matchTid + ` AND t.own = ` + matchOwn
+JOIN m_tx t ON t.provider = r.provider AND t.kind = r.kind AND t.tid = ` + matchTid + ` AND t.own = ` + matchOwn + `
+WHERE NOT t.seen`
 
 	// matchBounds cuts the keys into partitions of about $1 effects and $1
 	// transactions that link to nothing.

@@ -137,6 +137,15 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(matchSetup); err != nil {
 		return err
 	}
+	var closed bool // only then can the run's evidence name an effect back into scope
+	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM effect_state WHERE final) OR EXISTS (SELECT 1 FROM effect WHERE status = 'abandoned')`).Scan(&closed); err != nil {
+		return err
+	}
+	if closed {
+		if err := exec(matchNew, sources); err != nil {
+			return err
+		}
+	}
 	if err := exec(matchScope, sources, string(kinds)); err != nil {
 		return err
 	}
@@ -213,6 +222,11 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
+	if earlier && unlinked > 0 {
+		if err := exec(matchSeen, sources); err != nil {
+			return err
+		}
+	}
 	if err := exec(matchPartKeys); err != nil {
 		return err
 	}
@@ -263,7 +277,7 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
 	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
 	rows, err := m.conn.QueryContext(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), final FROM m_eff WHERE `+where("key"), args...)
+		coalesce(class, ''), coalesce(since, ''), final FROM m_eff WHERE `+where("key"), args...)
 	if err != nil {
 		return err
 	}
@@ -271,9 +285,10 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 		var (
 			e                       ledgerdb.ScopedEffect
 			status, class, created  string
+			since                   string
 			amount, currency, whole sql.NullString
 		)
-		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &created, &amount, &currency, &whole, &class, &e.Final); err != nil {
+		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &created, &amount, &currency, &whole, &class, &since, &e.Final); err != nil {
 			rows.Close()
 			return err
 		}
@@ -282,6 +297,12 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 		if e.CreatedAt, err = parseTime(created); err != nil {
 			rows.Close()
 			return err
+		}
+		if since != "" {
+			if e.Since, err = parseTime(since); err != nil {
+				rows.Close()
+				return err
+			}
 		}
 		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
 		e.Conflicts = m.conflict[e.Key]

@@ -12,8 +12,10 @@ DROP TABLE IF EXISTS temp.m_rec;
 DROP TABLE IF EXISTS temp.m_tx;
 DROP TABLE IF EXISTS temp.m_part;
 DROP TABLE IF EXISTS temp.m_cid;
+DROP TABLE IF EXISTS temp.m_new;
 CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-  external_id TEXT, created_at TEXT NOT NULL, amount TEXT, currency TEXT, request TEXT, class TEXT, final INTEGER NOT NULL)`
+  external_id TEXT, created_at TEXT NOT NULL, amount TEXT, currency TEXT, request TEXT, class TEXT, since TEXT, final INTEGER NOT NULL);
+CREATE TEMP TABLE m_new (effect_key TEXT, parent_effect_key TEXT, tx_id TEXT, payment_intent TEXT, parent_tx_id TEXT)`
 
 	matchTeardown = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_rec;
@@ -21,25 +23,31 @@ DROP TABLE IF EXISTS temp.m_tx;
 DROP TABLE IF EXISTS temp.m_part;
 DROP TABLE IF EXISTS temp.m_cid`
 
+	// matchNew keeps the run's records of transactions that no earlier
+	// record holds: only those can name a closed effect back into scope.
+	matchNew = `INSERT INTO m_new SELECT x.effect_key, x.parent_effect_key, x.tx_id, x.payment_intent, x.parent_tx_id
+FROM evidence x WHERE x.source_id IN (SELECT value FROM json_each(?1))
+  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.provider = x.provider
+    AND o.source_id NOT IN (SELECT value FROM json_each(?1))))`
+
 	// matchScope takes every effect not finally reconciled and not
-	// abandoned, and every other one the run's evidence names by key or by
-	// external id, in one pass over the effects: the lists of names are
-	// only built when a closed effect asks for them, and the unary + keeps
-	// SQLite from driving the scan from them.
+	// abandoned, and every other one the run's new evidence (m_new) names
+	// by key or by external id, in one pass over the effects: the lists of
+	// names are only built when a closed effect asks for them, and the
+	// unary + keeps SQLite from driving the scan from them.
 	matchScope = `INSERT INTO m_eff
 SELECT e.key, e.provider, e.step, coalesce(k.value, ''), e.status, e.external_id, e.created_at,
   CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.amount' END,
   CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.currency' END,
   CASE WHEN NOT json_valid(e.request) THEN e.request WHEN json_type(e.request) <> 'object' THEN e.request END,
-  st.class, coalesce(st.final, 0)
+  st.class, st.since, coalesce(st.final, 0)
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN json_each(?2) AS k ON k.key = e.step
 WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
-   OR +e.key IN (SELECT effect_key FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND effect_key <> ''
-     UNION ALL SELECT parent_effect_key FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND parent_effect_key <> '')
+   OR +e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> '' UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
    OR +e.external_id IN (
-     SELECT tx_id FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND tx_id <> ''
-     UNION ALL SELECT payment_intent FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND payment_intent <> ''
-     UNION ALL SELECT parent_tx_id FROM evidence WHERE source_id IN (SELECT value FROM json_each(?1)) AND parent_tx_id <> '')`
+     SELECT tx_id FROM m_new WHERE tx_id <> ''
+     UNION ALL SELECT payment_intent FROM m_new WHERE payment_intent <> ''
+     UNION ALL SELECT parent_tx_id FROM m_new WHERE parent_tx_id <> '')`
 
 	matchRecordCols = `ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency, ev.occurred_at,
   ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id,
@@ -68,7 +76,7 @@ WHERE r.kind = ?1 AND r.tx_id = '' AND r.provider = c.provider AND r.payment_int
 	matchTransactions = `CREATE TEMP TABLE m_tx AS
 SELECT r.provider, r.kind, r.tid, r.own, min(e.key) FILTER (WHERE e.kind = r.kind) AS link, max(e.key) FILTER (WHERE e.kind = r.kind) AS link_hi,
   min(e.key) FILTER (WHERE e.kind = 'charge' AND r.kind IN ('refund', 'dispute')) AS ckey,
-  min(r.parent_effect_key) FILTER (WHERE r.parent_effect_key <> '') AS pay_key, NULL AS rel,
+  min(r.parent_effect_key) FILTER (WHERE r.parent_effect_key <> '') AS pay_key, NULL AS rel, 0 AS seen,
   min(r.payment_intent) FILTER (WHERE r.payment_intent <> '') AS pi, max(r.payment_intent) FILTER (WHERE r.payment_intent <> '') AS pi_hi,
   min(r.parent_tx_id) FILTER (WHERE r.parent_tx_id <> '') AS parent, max(r.parent_tx_id) FILTER (WHERE r.parent_tx_id <> '') AS parent_hi
 FROM m_rec r LEFT JOIN m_eff e ON e.key = r.effect_key AND e.provider = r.provider
@@ -135,13 +143,20 @@ UPDATE m_tx SET rel = coalesce(
   (SELECT s.key FROM m_eff s WHERE s.external_id = m_tx.pi AND s.provider = m_tx.provider AND s.kind = 'charge' ORDER BY s.key DESC LIMIT 1))
 WHERE link IS NULL AND kind IN ('refund', 'dispute')`
 
+	// matchSeen marks the transactions that link to nothing and that
+	// earlier evidence holds, as the PostgreSQL driver's matchSeen does.
+	matchSeen = `UPDATE m_tx SET seen = 1 WHERE link IS NULL AND rel IS NULL AND own = 0
+  AND EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = m_tx.tid AND o.provider = m_tx.provider
+    AND o.source_id NOT IN (SELECT value FROM json_each(?1)))`
+
 	matchPartKeys = `CREATE INDEX temp.m_tx_id ON m_tx (tid, provider, kind, own);
 CREATE TEMP TABLE m_part AS
 SELECT coalesce(t.link, t.rel, CASE WHEN r.own = 0 THEN r.tid ELSE s.uri || ':' || r.line END) AS pkey, coalesce(t.link, t.rel) IS NOT NULL AS linked,
   r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at, r.pending, r.failed,
   r.effect_key, r.parent_effect_key, r.payment_intent, r.parent_tx_id
 FROM m_rec r JOIN m_tx t ON t.tid = r.tid AND t.provider = r.provider AND t.kind = r.kind AND t.own = r.own
-LEFT JOIN source s ON r.own <> 0 AND s.id = r.source_id;
+LEFT JOIN source s ON r.own <> 0 AND s.id = r.source_id
+WHERE NOT t.seen;
 DROP TABLE temp.m_rec;
 DROP TABLE temp.m_tx;
 DROP TABLE IF EXISTS temp.m_cid;
