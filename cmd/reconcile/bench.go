@@ -19,7 +19,6 @@ import (
 
 	"reconcile"
 	"reconcile/fixtures"
-	"reconcile/ledgerdb"
 	"reconcile/report"
 )
 
@@ -84,8 +83,12 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	say("generated %d effects, %s (%d lines, %.0f MB) and a webhook dump of a third of it, %s (%.0f MB), in %s",
 		len(world.Effects), path, world.Lines(), float64(info.Size())/1e6, events, float64(einfo.Size())/1e6, since(t))
 
-	store, loc, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+	store, loc, err := openForMigrate(ctx, a.ledgerURL) // a bench makes its own ledger
 	if err != nil {
+		return err
+	}
+	if _, err := store.Migrate(ctx); err != nil {
+		store.Close()
 		return err
 	}
 	t = time.Now()

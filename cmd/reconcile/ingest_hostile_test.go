@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ func ledgerState(t *testing.T, ledger string) string {
 // line end is read.
 func TestHostileCutLastLineStopsTheRun(t *testing.T) {
 	t.Parallel()
-	ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+	ledger := migratedSQLite(t)
 	seedLedger(t, ledger)
 	before := ledgerState(t, ledger)
 	lines := strings.Split(strings.TrimSuffix(settlement, "\n"), "\n")
@@ -77,7 +76,7 @@ func TestHostileCutLastLineStopsTheRun(t *testing.T) {
 // rows beside it are evidence.
 func TestHostileFutureRowIsRejected(t *testing.T) {
 	t.Parallel()
-	ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+	ledger := migratedSQLite(t)
 	seedLedger(t, ledger)
 	lines := strings.Split(settlement, "\n")
 	data := strings.Join([]string{lines[0], lines[1], lines[2], lines[3],
@@ -139,7 +138,7 @@ func TestHostileTestModeEventsAreNotLiveEvidence(t *testing.T) {
 		flag     string
 		evidence int
 	}{{"--livemode=true", 0}, {"--livemode=false", 1}} {
-		ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+		ledger := migratedSQLite(t)
 		seedLedger(t, ledger)
 		code, r, errOut := runJSON(t, "--ledger", ledger, "--as-of", "2026-11-03", tc.flag, path)
 		if code != 0 && code != exitPerson {

@@ -125,7 +125,7 @@ func testIngestTwiceAddsNothing(t *testing.T, ledger string) {
 
 func TestIngestTwiceAddsNothingOnSQLite(t *testing.T) {
 	t.Parallel()
-	testIngestTwiceAddsNothing(t, "sqlite:"+filepath.Join(t.TempDir(), "ledger.db"))
+	testIngestTwiceAddsNothing(t, migratedSQLite(t))
 }
 
 func TestIngestTwiceAddsNothingOnPostgres(t *testing.T) {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -10,14 +13,23 @@ import (
 	"reconcile/report"
 )
 
-// openLedger opens the ledger at url (empty: the embedded default). An
-// embedded SQLite ledger belongs to the job, so it is created and migrated
-// on open; a PostgreSQL ledger is only checked, since the job's role should
-// not need to change the schema: `reconcile migrate` does that.
+// openLedger opens the ledger at url (empty: the embedded default). A
+// SQLite ledger belongs to the job, so it is migrated on open; only the
+// embedded default is created on first use: an explicit path that does not
+// exist is a mistyped one far more often than a new ledger, and a new,
+// empty ledger would call every transaction unexpected. A PostgreSQL ledger
+// is only checked, since the job's role should not need to change the
+// schema: `reconcile migrate` does that.
 func openLedger(ctx context.Context, url string, cfg ledgerdb.Config) (ledgerdb.Store, ledgerdb.Location, error) {
 	loc, err := ledgerdb.ParseURL(url)
 	if err != nil {
 		return nil, loc, usageError("%v", err)
+	}
+	if loc.Driver == ledgerdb.SQLite && url != "" {
+		if _, err := os.Stat(loc.DSN); errors.Is(err, fs.ErrNotExist) {
+			return nil, loc, usageError("no SQLite ledger at %s: to create one there, run `reconcile migrate --ledger %s`",
+				report.Printable(loc.DSN), report.Printable("sqlite:"+loc.DSN))
+		}
 	}
 	var store ledgerdb.Store
 	switch loc.Driver {

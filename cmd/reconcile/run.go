@@ -133,12 +133,13 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	defer cleanup()
-	store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+	store, loc, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	runID := newRunID(time.Now())
+	a.log.Info("run starting", "run_id", runID, "ledger", where(loc), "inputs", len(srcs), "apply", f.apply)
 	ap, err := a.applier(&f.act, store, runID, f.apply)
 	if err != nil {
 		return err

@@ -211,7 +211,7 @@ func testRunClassifiesAndPlans(t *testing.T, ledger string) {
 
 func TestRunClassifiesAndPlansOnSQLite(t *testing.T) {
 	t.Parallel()
-	testRunClassifiesAndPlans(t, "sqlite:"+filepath.Join(t.TempDir(), "ledger.db"))
+	testRunClassifiesAndPlans(t, migratedSQLite(t))
 }
 
 func TestRunClassifiesAndPlansOnPostgres(t *testing.T) {
@@ -241,7 +241,7 @@ func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+			ledger := migratedSQLite(t)
 			seedLedger(t, ledger)
 			good := writeFile(t, "good.itemized.csv", settlement)
 			bad := writeFile(t, "bad.csv.gz", bad)
@@ -267,7 +267,7 @@ func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 // Without anything for a person, a run exits 0, even with planned repairs.
 func TestRunExitsZeroWhenNothingNeedsAPerson(t *testing.T) {
 	t.Parallel()
-	ledger := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+	ledger := migratedSQLite(t)
 	seedLedger(t, ledger)
 	lines := strings.Split(settlement, "\n")
 	clean := strings.Join([]string{lines[0], lines[1], lines[2], lines[3], lines[8]}, "\n") + "\n"
@@ -297,7 +297,7 @@ func testGeneratedWorld(t *testing.T, ledger string) {
 
 func TestGeneratedWorldOnSQLite(t *testing.T) {
 	t.Parallel()
-	testGeneratedWorld(t, "sqlite:"+filepath.Join(t.TempDir(), "ledger.db"))
+	testGeneratedWorld(t, migratedSQLite(t))
 }
 
 func TestGeneratedWorldOnPostgres(t *testing.T) {
@@ -314,7 +314,7 @@ func TestGeneratedWorldOnPostgres(t *testing.T) {
 func TestRunWritesSpreadsheetMetricsAndExport(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ledger := "sqlite:" + filepath.Join(dir, "ledger.db")
+	ledger := migratedSQLite(t)
 	seedLedger(t, ledger)
 	xlsx, metrics := filepath.Join(dir, "run.xlsx"), filepath.Join(dir, "reconcile.prom")
 	code, r, errOut := runJSON(t, "--ledger", ledger, "--xlsx", xlsx, "--metrics-file", metrics, writeFile(t, "2026-11-01.itemized.csv", settlement))
