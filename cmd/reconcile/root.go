@@ -54,12 +54,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	printError(stderr, err)
+	code := exitFailure
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		code = ee.code
 	}
-	return exitFailure
+	if a.log != nil && a.logFormat == "json" {
+		// Every line on stderr is a record, the verdict too.
+		a.log.Error(err.Error(), "exit", code)
+	} else {
+		printError(stderr, err)
+	}
+	return code
 }
 
 // printError writes err on stderr for people, one line per joined error,
@@ -143,11 +149,21 @@ func (a *app) setupLogging() error {
 	case "text":
 		a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
 	case "json":
+		opts.ReplaceAttr = seconds
 		a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
 	default:
 		return usageError("--log-format %q: want text or json", a.logFormat)
 	}
 	return nil
+}
+
+// seconds writes durations as seconds, as people and log queries read
+// them, not as the nanoseconds slog's JSON gives.
+func seconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key, a.Value.Duration().Seconds())
+	}
+	return a
 }
 
 // addLedgerFlag adds --ledger, falling back to RECONCILE_LEDGER.
