@@ -69,9 +69,10 @@ type Store interface {
 	Sources(ctx context.Context) ([]SourceRecord, error)
 	// SourceRows returns what IngestSource wrote for a source, in order.
 	SourceRows(ctx context.Context, sourceID int64) (*SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error)
-	// RejectedRows returns the rejected rows of a source, in order: what a
-	// run reports again for an input ingested before.
-	RejectedRows(ctx context.Context, sourceID int64) ([]reconcile.Rejected, error)
+	// RejectedRows returns the first limit rejected rows of a source (all
+	// when limit is 0), in order: what a run reports again for an input
+	// ingested before.
+	RejectedRows(ctx context.Context, sourceID int64, limit int) ([]reconcile.Rejected, error)
 
 	// LinkedEvidence returns the evidence outside the given sources that
 	// names one of the effect keys (EffectKey, ParentEffectKey) or provider ids (TxID,

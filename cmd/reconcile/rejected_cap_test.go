@@ -74,7 +74,7 @@ func TestRejectedRowsAreCountedExactlyAndListedWithinABound(t *testing.T) {
 		if err != nil || len(srcs) != 1 {
 			t.Fatalf("sources = %v, %v", srcs, err)
 		}
-		rows, err := store.RejectedRows(context.Background(), srcs[0].ID)
+		rows, err := store.RejectedRows(context.Background(), srcs[0].ID, 0)
 		if err != nil || len(rows) != n || len(rows[0].Raw) < 3000 {
 			t.Errorf("the ledger keeps %d rejected rows (%v), want all %d with their raw text", len(rows), err, n)
 		}

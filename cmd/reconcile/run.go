@@ -276,13 +276,14 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 			return nil, err
 		}
 		if in.AlreadyIngested { // report its rejected rows as the first run did
-			rej, err := store.RejectedRows(ctx, id)
+			rej, err := store.RejectedRows(ctx, id, maxListedRejected+1) // no more than the result lists
 			if err != nil {
 				return nil, err
 			}
 			for _, r := range rej {
 				c.Reject(&r)
 			}
+			c.list.unlisted[c.i] += max(in.Rejected-len(rej), 0) // the rows not read back
 		}
 		out.sourceIDs[i] = id
 		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,

@@ -406,11 +406,14 @@ func testRejectedRows(e *env) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	got, err := e.store.RejectedRows(e.ctx, res.SourceID)
+	got, err := e.store.RejectedRows(e.ctx, res.SourceID, 0)
 	if diff := cmp.Diff(rejected, got); err != nil || diff != "" {
 		e.t.Errorf("RejectedRows (%v) (-want +got):\n%s", err, diff)
 	}
-	if _, err := e.store.RejectedRows(e.ctx, res.SourceID+1); !errors.Is(err, reconcile.ErrNotFound) {
+	if first, err := e.store.RejectedRows(e.ctx, res.SourceID, 1); err != nil || len(first) != 1 || len(got) < 2 || first[0] != got[0] {
+		e.t.Errorf("RejectedRows with a limit of 1 = %v, %v; want the first of %d", first, err, len(got))
+	}
+	if _, err := e.store.RejectedRows(e.ctx, res.SourceID+1, 0); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("RejectedRows of an unknown source: err = %v, want ErrNotFound", err)
 	}
 }

@@ -300,7 +300,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	must("Sources", err)
 	_, _, _, err = s.SourceRows(ctx, in.SourceID)
 	must("SourceRows", err)
-	_, err = s.RejectedRows(ctx, in.SourceID)
+	_, err = s.RejectedRows(ctx, in.SourceID, 0)
 	must("RejectedRows", err)
 	_, err = s.Coverage(ctx, []int64{in.SourceID})
 	must("Coverage", err)

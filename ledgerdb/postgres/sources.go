@@ -120,21 +120,21 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rejected, err := s.rejectedRows(ctx, &rec)
+	rejected, err := s.rejectedRows(ctx, &rec, 0)
 	return &rec, evidence, rejected, err
 }
 
 // RejectedRows implements ledgerdb.Store.
-func (s *Store) RejectedRows(ctx context.Context, id int64) ([]reconcile.Rejected, error) {
+func (s *Store) RejectedRows(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
 	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
 	if err != nil {
 		return nil, err
 	}
-	return s.rejectedRows(ctx, &rec)
+	return s.rejectedRows(ctx, &rec, limit)
 }
 
-func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord) ([]reconcile.Rejected, error) {
-	rows, err := s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq`, rec.ID)
+func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord, limit int) ([]reconcile.Rejected, error) {
+	rows, err := s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq LIMIT nullif($2::bigint, 0)`, rec.ID, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -165,21 +165,22 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rejected, err := s.rejectedRows(ctx, &rec)
+	rejected, err := s.rejectedRows(ctx, &rec, 0)
 	return &rec, evidence, rejected, err
 }
 
 // RejectedRows implements ledgerdb.Store.
-func (s *Store) RejectedRows(ctx context.Context, id int64) ([]reconcile.Rejected, error) {
+func (s *Store) RejectedRows(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
 	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
 	if err != nil {
 		return nil, err
 	}
-	return s.rejectedRows(ctx, &rec)
+	return s.rejectedRows(ctx, &rec, limit)
 }
 
-func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord) ([]reconcile.Rejected, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ? ORDER BY seq`, rec.ID)
+func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord, limit int) ([]reconcile.Rejected, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ?1 ORDER BY seq
+		LIMIT CASE WHEN ?2 > 0 THEN ?2 ELSE -1 END`, rec.ID, limit)
 	if err != nil {
 		return nil, err
 	}
