@@ -46,6 +46,11 @@ type Options struct {
 	// Now is the run's clock, which no evidence may be dated after by more
 	// than MaxClockSkew; nil is time.Now.
 	Now func() time.Time
+	// MaxInputBytes bounds each input's content once decompressed: an
+	// input with more is unreadable, so that a small gzip that expands to
+	// terabytes is refused rather than read to the end. Zero is
+	// DefaultMaxInputBytes; a negative value sets no bound.
+	MaxInputBytes int64
 }
 
 // Format is one input format: how to recognise it and how to parse it.

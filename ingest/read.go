@@ -17,9 +17,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"reconcile"
 	"reconcile/ingest/paypal"
+	"reconcile/ingest/tabular"
 )
 
 // Sink receives what Read makes of a source: evidence and rejected rows,
@@ -82,17 +84,31 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 	raw := &hashingReader{r: rc, h: sha256.New(), prog: opt.Progress}
 	in := &Input{URI: src.URI, ETag: src.ETag}
 
-	body := bufio.NewReaderSize(raw, headSize)
+	stored := bufio.NewReaderSize(raw, headSize)
+	var content io.Reader = stored
 	name := path.Base(src.URI)
-	if magic, _ := body.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(body)
+	if magic, _ := stored.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		gz, err := gzip.NewReader(stored)
 		if err != nil {
 			return nil, inputErr(src.URI, "bad gzip header: %v", err)
 		}
-		body = bufio.NewReaderSize(gz, headSize)
+		content = gz
 		name = strings.TrimSuffix(name, ".gz")
 	}
+	limit := opt.MaxInputBytes
+	if limit == 0 {
+		limit = DefaultMaxInputBytes
+	}
+	bounded := &boundedReader{r: content, left: limit}
+	body := bufio.NewReaderSize(bounded, headSize)
+	tooLarge := func() error {
+		return inputErr(src.URI, "more than %s once decompressed (--max-input-bytes): no provider writes a file that large, "+
+			"so it is most likely a gzip bomb or the wrong file; raise --max-input-bytes to read it", tabular.FormatBytes(limit))
+	}
 	head, err := body.Peek(headSize)
+	if bounded.over {
+		return nil, tooLarge()
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, inputErr(src.URI, "%v", err)
 	}
@@ -112,6 +128,9 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 			if ctx.Err() != nil || cs.sinkErr != nil {
 				return nil, err // not the input's fault
 			}
+			if bounded.over {
+				return nil, tooLarge()
+			}
 			return nil, &InputError{URI: src.URI, Err: fmt.Errorf("%s: %w", f.Name, err)}
 		}
 		in.Totals = cs.sortedTotals()
@@ -119,6 +138,9 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 	// Read to the end, through the gzip trailer, so that a truncated file
 	// fails and the hash covers every byte.
 	if _, err := io.Copy(io.Discard, body); err != nil {
+		if bounded.over {
+			return nil, tooLarge()
+		}
 		return nil, inputErr(src.URI, "truncated or corrupt: %v", err)
 	}
 	if _, err := io.Copy(io.Discard, raw); err != nil {
@@ -157,6 +179,38 @@ func choose(uri, name string, head []byte, opt *Options) (Format, error) {
 	}
 	return Format{}, inputErr(uri, "unrecognized format (it starts %q); pass --format with one of %s, or --format csv with --mapping FILE",
 		strings.TrimSpace(string(first)), strings.Join(FormatNames(), ", "))
+}
+
+// DefaultMaxInputBytes bounds an input's decompressed content when
+// Options sets no bound: 20 GiB, far more than a day of any provider's
+// reports, and far less than a gzip bomb of a few megabytes expands to.
+const DefaultMaxInputBytes = 20 << 30
+
+// errTooLarge is what a boundedReader returns past its bound.
+var errTooLarge = errors.New("input over --max-input-bytes")
+
+// boundedReader reads at most left bytes of r: past them it fails, and
+// goes on failing, with errTooLarge. A negative left sets no bound.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, errTooLarge
+	}
+	n, err := b.r.Read(p)
+	if b.left < 0 {
+		return n, err
+	}
+	if int64(n) > b.left {
+		n, b.over = int(b.left), true
+		err = errTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
 }
 
 // hashingReader hashes and counts the bytes read through it.
@@ -216,6 +270,12 @@ func (s *countingSink) pass(err error) error {
 }
 
 func (s *countingSink) Evidence(e *reconcile.Evidence) error {
+	if why := textFault(e); why != "" {
+		// PostgreSQL's text holds neither a NUL byte nor bytes that are
+		// not UTF-8 (SQLite stores both): a row with one would fail the
+		// whole input on one ledger and not on the other.
+		return s.Reject(e.Line, e.Raw, fmt.Sprintf("line %d%s", e.Line, why))
+	}
 	if y := e.Time.Year(); !e.Time.IsZero() && (y < 1970 || y > 9999) {
 		// A parser took a date it should have refused; no ledger can store
 		// it and no payment happened then.
@@ -246,13 +306,14 @@ func (s *countingSink) Reject(line int, raw, reason string) error {
 	s.in.Rows++
 	s.prog.row()
 	s.in.Rejected++
-	return s.pass(s.out.Reject(&reconcile.Rejected{URI: s.uri, Line: line, Reason: reason, Raw: raw}))
+	return s.pass(s.out.Reject(&reconcile.Rejected{URI: s.uri, Line: line, Reason: escape(reason), Raw: escape(raw)}))
 }
 
 func (s *countingSink) Ignore(line int, reason string) error {
 	s.in.Rows++
 	s.prog.row()
 	s.in.Ignored++
+	reason = escape(reason)
 	if s.in.Ignores == nil {
 		s.in.Ignores = map[string]int{}
 	}
@@ -275,4 +336,86 @@ func (s *countingSink) sortedTotals() []Total {
 		return out[i].Kind < out[j].Kind
 	})
 	return out
+}
+
+// textFault returns why e cannot be stored as text on every ledger, after
+// its line ("" when it can): its raw row or one of the fields taken from
+// the row holds a NUL byte or bytes that are not UTF-8.
+func textFault(e *reconcile.Evidence) string {
+	if c, at := badText(e.Raw); at >= 0 {
+		return " " + textReason(c, at, "column")
+	}
+	fields := [...]struct{ name, v string }{
+		{"provider", e.Provider}, {"transaction id", e.TxID}, {"kind", string(e.Kind)}, {"provider's kind", e.RawKind},
+		{"currency", e.Amount.Currency}, {"effect key", e.EffectKey}, {"parent effect key", e.ParentEffectKey},
+		{"payment intent", e.PaymentIntent}, {"parent transaction id", e.ParentTxID}, {"description", e.Description},
+	}
+	for _, f := range fields {
+		if c, at := badText(f.v); at >= 0 {
+			return ": its " + f.name + " " + textReason(c, at, "byte")
+		}
+	}
+	var why, worst string // the first metadata key, in order, at fault
+	for k, v := range e.Metadata {
+		if worst != "" && k >= worst {
+			continue
+		}
+		if c, at := badText(k); at >= 0 {
+			why, worst = ": a metadata key "+textReason(c, at, "byte"), k
+		} else if c, at := badText(v); at >= 0 {
+			why, worst = fmt.Sprintf(": its metadata %q %s", k, textReason(c, at, "byte")), k
+		}
+	}
+	return why
+}
+
+// textReason says what badText found: byte c at position at, counted as
+// a column of the line or a byte of a field (unit).
+func textReason(c byte, at int, unit string) string {
+	if c == 0 {
+		return fmt.Sprintf("holds a NUL byte (%s %d)", unit, at+1)
+	}
+	return fmt.Sprintf("is not valid UTF-8 (byte 0x%02X at %s %d)", c, unit, at+1)
+}
+
+// badText returns the first NUL byte of s, or the first byte that is not
+// part of valid UTF-8, and its offset; the offset is -1 when there is none.
+func badText(s string) (byte, int) {
+	if strings.IndexByte(s, 0) < 0 && utf8.ValidString(s) {
+		return 0, -1
+	}
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if s[i] == 0 || r == utf8.RuneError && n == 1 {
+			return s[i], i
+		}
+		i += n
+	}
+	return 0, -1
+}
+
+// escape returns s with every NUL byte, and every byte that is not part of
+// valid UTF-8, written as \x and two lower-case hex digits, as Go's %q and
+// the terminal table write them (NUL as \x00, a Latin-1 é as \xe9): the
+// form in which a rejected row's raw text and reason are kept, since
+// PostgreSQL's text stores neither. Other text, backslashes included, is
+// kept as it is, so the form is for people to read, not to be decoded
+// back; s is returned unchanged when it holds neither.
+func escape(s string) string {
+	if _, at := badText(s); at < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if s[i] == 0 || r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+n])
+		i += n
+	}
+	return b.String()
 }

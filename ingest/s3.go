@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 )
 
 // S3 lists and reads objects under s3:// prefixes.
@@ -25,6 +27,10 @@ type S3Options struct {
 	// PathStyle addresses buckets as ENDPOINT/bucket/key instead of
 	// bucket.ENDPOINT/key, as most S3-compatible servers want.
 	PathStyle bool
+	// Log gets what the AWS SDK has to say (a retry, a checksum it could
+	// not check), so that it reaches stderr in the command's log format;
+	// nil drops it.
+	Log *slog.Logger
 }
 
 // NewS3 builds a client from the standard AWS configuration chain.
@@ -36,6 +42,16 @@ func NewS3(ctx context.Context, opts S3Options) (*S3, error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1" // S3-compatible servers ignore it; AWS needs one to sign
 	}
+	cfg.Logger = logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		if opts.Log == nil {
+			return
+		}
+		level := slog.LevelWarn
+		if c == logging.Debug {
+			level = slog.LevelDebug
+		}
+		opts.Log.Log(context.Background(), level, fmt.Sprintf(format, v...), "component", "aws-sdk")
+	})
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = opts.PathStyle })
 	return &S3{client: client}, nil
 }

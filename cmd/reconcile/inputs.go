@@ -27,6 +27,7 @@ type inputFlags struct {
 	s3PathStyle  bool
 	livemode     bool
 	decimalComma bool
+	maxInput     int64
 }
 
 func (f *inputFlags) add(cmd *cobra.Command) {
@@ -38,6 +39,8 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.mapping, "mapping", "", "mapping file for --format csv (see docs/FORMATS.md)")
 	fl.BoolVar(&f.decimalComma, "decimal-comma", false, "read the amounts of every semicolon-delimited input with a decimal comma (1.250,00 is 1250), as a spreadsheet in a European locale re-saves a report; "+
 		"without it a semicolon-delimited report's amounts are read so only where the report tells")
+	fl.Int64Var(&f.maxInput, "max-input-bytes", ingest.DefaultMaxInputBytes, "refuse an input whose content, once decompressed, is more than this many bytes (20 GiB), "+
+		"as a small gzip that expands to terabytes is")
 	fl.BoolVar(&f.livemode, "livemode", true, "read Stripe's live events as evidence and ignore test-mode ones (\"livemode\": false); "+
 		"--livemode=false does the opposite, for a Stripe test account or the sandbox")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", os.Getenv("RECONCILE_S3_PATH_STYLE") == "true",
@@ -46,7 +49,10 @@ func (f *inputFlags) add(cmd *cobra.Command) {
 
 // options turns the flags into ingest options, or a usage error.
 func (f *inputFlags) options() (*ingest.Options, error) {
-	opt := &ingest.Options{Format: f.format, StripeTestMode: !f.livemode, DecimalComma: f.decimalComma}
+	opt := &ingest.Options{Format: f.format, StripeTestMode: !f.livemode, DecimalComma: f.decimalComma, MaxInputBytes: f.maxInput}
+	if f.maxInput < 0 { // 0, as a runFlags made without its flags has, is the default
+		return nil, usageError("--max-input-bytes %d: want a positive number of bytes", f.maxInput)
+	}
 	var err error
 	if opt.StripeLocation, err = time.LoadLocation(f.stripeTZ); err != nil {
 		return nil, usageError("--stripe-tz %q: %v", f.stripeTZ, err)
@@ -93,7 +99,7 @@ func (f *inputFlags) sources(ctx context.Context, args []string, stdin io.Reader
 	for _, a := range args {
 		if strings.HasPrefix(a, "s3://") {
 			var err error
-			if s3, err = ingest.NewS3(ctx, ingest.S3Options{PathStyle: f.s3PathStyle}); err != nil {
+			if s3, err = ingest.NewS3(ctx, ingest.S3Options{PathStyle: f.s3PathStyle, Log: log}); err != nil {
 				return nil, err
 			}
 			break

@@ -14,7 +14,7 @@ func TestJSONLogsAreJSONToTheLastLine(t *testing.T) {
 		"txn_1,2026-11-01 10:00:00,ch_u,charge,eur,50.00,0.00,50.00\n")
 	for _, args := range [][]string{
 		{"--log-format", "json", "--log-level", "debug", "run", "--ledger", ledger, report}, // unexpected money: exit 3 and a verdict
-		{"--log-format", "json", "run", "--ledger", ledger, "/no/such/file.csv"},         // an unreadable input: exit 2
+		{"--log-format", "json", "run", "--ledger", ledger, "/no/such/file.csv"},            // an unreadable input: exit 2
 	} {
 		code, _, errOut := reconcileCmd(t, args...)
 		if code == 0 {

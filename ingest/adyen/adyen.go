@@ -281,6 +281,16 @@ func newParser(header []string, opt Options) (*parser, error) {
 		return nil, fmt.Errorf("not a usable Adyen settlement details report: missing required column(s) %s",
 			strings.Join(missing, ", "))
 	}
+	// Every documented column is read, or kept in Metadata under its key:
+	// which of two of a name the report meant cannot be told. Undocumented
+	// ones may repeat (the first is kept).
+	documentedNames := make([]string, numColumns)
+	for c := range numColumns {
+		documentedNames[c] = c.String()
+	}
+	if err := h.Unique(documentedNames...); err != nil {
+		return nil, err
+	}
 	p := &parser{opt: opt, width: len(h.Names), names: h.Names, read: make([]bool, len(h.Names))}
 	meta, net := make([]string, len(h.Names)), make([]string, len(h.Names))
 	documented := map[int]bool{}

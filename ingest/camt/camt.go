@@ -30,6 +30,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"reconcile"
+	"reconcile/ingest/tabular"
 )
 
 // Provider is the provider name on every record this package produces.
@@ -120,6 +121,7 @@ func (p *parser) next() (xml.Token, int, int64, error) {
 	if !p.pinned {
 		p.tape.keep = off
 	}
+	p.tape.bound(false)
 	tok, err := p.dec.Token()
 	if err != nil {
 		return nil, p.line, off, p.fatal(err)
@@ -131,6 +133,12 @@ func (p *parser) next() (xml.Token, int, int64, error) {
 func (p *parser) fatal(err error) error {
 	var se *xml.SyntaxError
 	switch {
+	case errors.Is(err, errTooLong):
+		return fmt.Errorf("line %d: an XML element or text starting on this line is longer than %s, the bound on one: %s",
+			p.line, tabular.FormatBytes(int64(maxToken)), notStatement)
+	case errors.Is(err, errMarkup):
+		return fmt.Errorf("line %d: an XML element starting on this line holds more than %d tags, the bound on one that is read whole: %s",
+			p.line, maxMarkup, notStatement)
 	case errors.As(err, &se):
 		if se.Msg == "unexpected EOF" {
 			return fmt.Errorf("line %d: document ends too early (truncated, or still being written: run again when it is complete): %w", se.Line, err)
@@ -161,17 +169,37 @@ func (p *parser) children(fn func(se xml.StartElement, line int, off int64) erro
 	}
 }
 
+// notStatement ends the message of a document over the decoder's bounds.
+const notStatement = "the file is corrupt, or not a bank statement"
+
 // decode reads the element se into v.
 func (p *parser) decode(v any, se xml.StartElement) error {
+	p.tape.bound(true)
 	if err := p.dec.DecodeElement(v, &se); err != nil {
 		return p.fatal(err)
 	}
 	return nil
 }
 
+// skip reads past the end of the element just started, as Decoder.Skip
+// does, but a token at a time within the tape's bounds and at most
+// maxDepth deep.
 func (p *parser) skip() error {
-	if err := p.dec.Skip(); err != nil {
-		return p.fatal(err)
+	for depth := 1; depth > 0; {
+		p.line, _ = p.dec.InputPos()
+		p.tape.bound(false)
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.fatal(err)
+		}
+		switch tok.(type) {
+		case xml.StartElement:
+			if depth++; depth > maxDepth {
+				return fmt.Errorf("line %d: XML elements nested more than %d deep: %s", p.line, maxDepth, notStatement)
+			}
+		case xml.EndElement:
+			depth--
+		}
 	}
 	return nil
 }

@@ -237,6 +237,11 @@ func (p *parser) header() error {
 	if err := h.Require(names...); err != nil {
 		return fmt.Errorf("line %d: %w (the header has: %s)", line, err, strings.Join(h.Names, ", "))
 	}
+	// Every column the mapping names is read: which of two of a name the
+	// file meant cannot be told. Columns it does not name may repeat.
+	if err := h.Unique(names...); err != nil {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
 	find := func(name string) col {
 		if name == "" {
 			return col{i: -1}

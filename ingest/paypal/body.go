@@ -102,6 +102,11 @@ func newColumns(rec []string) (*columns, error) {
 	if err := h.Require(req...); err != nil {
 		return nil, err
 	}
+	// Which of two columns of a name read into Evidence fields the report
+	// meant cannot be told; other columns may repeat (the first is kept).
+	if err := h.Unique(columnNames[:]...); err != nil {
+		return nil, err
+	}
 	c := &columns{names: h.Names, currencies: reconcile.Currencies{Provider: provider}}
 	for col := range numColumns {
 		c.at[col] = h.Index(col.String())

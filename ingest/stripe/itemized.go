@@ -112,6 +112,13 @@ func mapItemized(h *tabular.Header) (*itemizedColumns, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("not a Stripe itemized report: missing required column(s) %s", strings.Join(missing, ", "))
 	}
+	// Which of two columns of a name the report meant cannot be told. Other
+	// metadata columns may repeat: they are kept, each under its name.
+	if err := h.Unique("balance_transaction_id", "source_id", "charge_id", "payment_intent_id", "created_utc", "created",
+		"currency", "gross", "fee", "reporting_category", "description", "automatic_payout_id", "connected_account_id",
+		"payment_metadata[effect_key]", "refund_metadata[effect_key]", "transfer_metadata[effect_key]"); err != nil {
+		return nil, err
+	}
 	for _, n := range []string{"balance_transaction_id", "source_id", "charge_id", "payment_intent_id",
 		"payment_metadata[effect_key]", "refund_metadata[effect_key]", "transfer_metadata[effect_key]"} {
 		if i := h.Index(n); i >= 0 {

@@ -32,7 +32,9 @@ func (r *Reader) Unterminated() bool { return r.cut }
 // Guard returns sink guarded against a cut last line: when the record the
 // reader last returned ends the input without a line terminator, rejecting
 // it, or taking it with fewer fields than the header (Width), fails with a
-// *CutError instead. A parser passes the guard to the code that gives each
+// *CutError instead. A line over MaxLine, which the parser rejects as
+// malformed, is rejected with the reader's reason, which names the line
+// and the bound. A parser passes the guard to the code that gives each
 // record its outcome, and returns the error as it returns a sink's.
 func (r *Reader) Guard(sink reconcile.RowSink) *Guard {
 	return &Guard{RowSink: sink, rd: r}
@@ -63,6 +65,11 @@ func (g *Guard) Ignore(line int, reason string) error {
 }
 
 func (g *Guard) Reject(line int, raw, reason string) error {
+	if g.rd.over {
+		// The parser took the record for malformed CSV: its reason is
+		// the reader's, which names the bound.
+		reason = g.rd.overReason(line)
+	}
 	if !g.rd.cut {
 		return g.RowSink.Reject(line, raw, reason)
 	}

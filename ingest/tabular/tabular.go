@@ -41,6 +41,9 @@ type Reader struct {
 	// cut says that the record last read ends the input without a line
 	// end, and open that it ends inside a quoted field (see Guard).
 	cut, open bool
+	// over says that the line last read is longer than maxLine: only its
+	// start was kept, and the rest skipped.
+	over bool
 
 	rec   []string
 	raw   string
@@ -160,7 +163,7 @@ func Sniff(head []byte) rune {
 // it, after which reading goes on with the next line; Raw then gives the
 // text that was read as that record.
 func (r *Reader) Read() (rec []string, line int, err error) {
-	r.raw, r.rawb, r.ok, r.shape, r.same, r.jok, r.open = "", nil, false, shapePlain, false, false, false
+	r.raw, r.rawb, r.ok, r.shape, r.same, r.jok, r.open, r.over = "", nil, false, shapePlain, false, false, false, false
 	if r.bad != nil {
 		return nil, 0, r.bad
 	}
@@ -172,9 +175,13 @@ func (r *Reader) Read() (rec []string, line int, err error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if n > 0 {
+		if n > 0 || r.over {
 			break
 		}
+	}
+	if r.over {
+		r.raw = string(orig[:n])
+		return nil, r.numLine, &csv.ParseError{StartLine: r.numLine, Line: r.numLine, Column: maxLine + 1, Err: ErrLineTooLong}
 	}
 	if bytes.IndexByte(orig[:n], '"') >= 0 {
 		return r.readQuoted(orig, n, nl)
@@ -290,14 +297,27 @@ func (r *Reader) Raw() string {
 // the next read), the length of its content without the line end, and
 // whether it ends in a newline. As encoding/csv does, it takes CRLF as a
 // line end and drops a CR that is the last byte of the input. At the end of
-// the input it returns io.EOF.
+// the input it returns io.EOF. A line longer than maxLine is read only up
+// to the bound and skipped after it: readLine sets r.over, and the content
+// it returns is the line's first bytes (see kept).
 func (r *Reader) readLine() (line []byte, n int, nl bool, err error) {
+	r.over = false
 	line, err = r.br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		r.long = append(r.long[:0], line...)
-		for err == bufio.ErrBufferFull {
+		// Read on until the line is known to be over the bound: more than
+		// maxLine+1 bytes held, since the last of them may be the CR of a
+		// CRLF. The rest of such a line is skipped, not held.
+		for err == bufio.ErrBufferFull && len(r.long) <= maxLine+1 {
 			line, err = r.br.ReadSlice('\n')
 			r.long = append(r.long, line...)
+		}
+		for err == bufio.ErrBufferFull {
+			r.over = true
+			_, err = r.br.ReadSlice('\n')
+		}
+		if r.over && err == nil {
+			r.long = append(r.long, '\n') // the line end that was skipped
 		}
 		line = r.long
 	}
@@ -315,6 +335,10 @@ func (r *Reader) readLine() (line []byte, n int, nl bool, err error) {
 		}
 	} else if line[n-1] == '\r' {
 		n--
+	}
+	if r.over || n > maxLine {
+		r.over = true
+		n = kept(line[:n])
 	}
 	return line, n, nl, nil
 }
@@ -669,7 +693,9 @@ func needsQuotesUnquoted(f string) bool { return f == `\.` || leadingSpace(f) }
 
 // readLines reads a record whose first line, orig with n bytes of content,
 // holds a quote, as encoding/csv does: field by field, reading more lines
-// while a quoted field goes on.
+// while a quoted field goes on. A quoted field that goes on past
+// maxQuoted or maxQuotedLines, or a record that goes on past maxLine, is
+// a *BoundError.
 func (r *Reader) readLines(orig []byte, n int, nl bool) ([]string, int, error) {
 	recLine := r.numLine
 	r.spans = r.spans[:0]
@@ -707,6 +733,7 @@ parse:
 		off++
 		pos.col++
 		start, esc := base+off, false
+		open := r.numLine // the line the quote opened on
 		for {
 			if i := bytes.IndexByte(line, '"'); i >= 0 {
 				line = line[i+1:]
@@ -758,6 +785,10 @@ parse:
 				line, nl = nil, false
 			case err != nil:
 				return nil, 0, err
+			case r.over || len(r.multi)+len(next) > maxLine:
+				return nil, recLine, longRow(recLine)
+			case len(r.multi)-start > maxQuoted || r.numLine-open >= maxQuotedLines:
+				return nil, open, openQuote(open, len(r.multi)-start)
 			default:
 				base = len(r.multi)
 				r.multi = append(r.multi, next...)
@@ -888,6 +919,7 @@ type Header struct {
 	Names []string
 	index map[string]int // lower-cased name → position
 	exact map[string]int // the name as the caller spelled it → position, so lookups do not lower-case each time
+	dup   map[string]int // lower-cased name → position of its second column, for the names given twice
 }
 
 // NewHeader maps the columns of a header record.
@@ -899,6 +931,11 @@ func NewHeader(rec []string) *Header {
 		k := strings.ToLower(n)
 		if _, dup := h.index[k]; !dup {
 			h.index[k] = i
+		} else if _, ok := h.dup[k]; !ok {
+			if h.dup == nil {
+				h.dup = map[string]int{}
+			}
+			h.dup[k] = i
 		}
 	}
 	return h
@@ -915,6 +952,21 @@ func (h *Header) Index(name string) int {
 	}
 	h.exact[name] = i
 	return i
+}
+
+// Unique returns an error naming the first of names, the columns a parser
+// reads, that the header names more than once (compared as Index compares
+// them): which of the two the provider meant cannot be told, and Index
+// would give the first. A column the parser does not read may be repeated.
+func (h *Header) Unique(names ...string) error {
+	for _, n := range names {
+		k := strings.ToLower(strings.TrimSpace(n))
+		if j, ok := h.dup[k]; ok {
+			i := h.index[k]
+			return fmt.Errorf("the header names column %q twice (columns %d and %d)", h.Names[i], i+1, j+1)
+		}
+	}
+	return nil
 }
 
 // Has reports whether the header has the named column.
