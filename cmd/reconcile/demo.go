@@ -29,7 +29,10 @@ import (
 const demoOrders = 300
 
 func (a *app) demoCommand() *cobra.Command {
-	var dir string
+	var (
+		dir  string
+		keep bool
+	)
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Watch the whole loop: a shop with faults, reconciliation with repairs, a page, the spreadsheet",
@@ -43,19 +46,27 @@ recorded, a charge made by hand in the dashboard. The sandbox writes its itemize
 webhook dump, and reconcile runs with --apply: it refunds the duplicate charges, redelivers the
 missing ones, and pages (into pages.log) for a refund the provider keeps failing, and for the
 moved price. It writes discrepancies.xlsx for finance. A person resolves the pages; a second
-round on the provider's report of the new period confirms every repair and finds nothing to do.
+round on the provider's report of the new period confirms every repair and finds nothing to do,
+and writes discrepancies-round-2.xlsx.
+
+With --keep the sandbox keeps running after the second round, the shop takes another day's
+orders (with the same faults), and the demo prints the three uses to try by hand against them:
+an ad hoc run on the day's settlement file, the nightly run with --apply, and the export of a
+run's workbook for finance. Ctrl-C stops it.
 
 Example:
   reconcile demo                 # files in ./reconcile-demo
-  reconcile demo --dir /tmp/demo`,
+  reconcile demo --dir /tmp/demo
+  reconcile demo --keep          # then try the commands it prints; Ctrl-C to stop`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.demo(cmd.Context(), dir) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.demo(cmd.Context(), dir, keep) },
 	}
 	cmd.Flags().StringVar(&dir, "dir", "reconcile-demo", "folder for the demo's files (a previous demo's files there are replaced)")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the sandbox running on a new day's orders, print the commands to try against it, and stop on Ctrl-C")
 	return cmd
 }
 
-func (a *app) demo(ctx context.Context, dir string) error {
+func (a *app) demo(ctx context.Context, dir string, keep bool) error {
 	if err := demoFolder(dir); err != nil {
 		return err
 	}
@@ -92,12 +103,7 @@ func (a *app) demo(ctx context.Context, dir string) error {
 		return err
 	}
 	s.happened[faultDashboard]++
-	var faults []string
-	for f, n := range s.happened {
-		faults = append(faults, fmt.Sprintf("   %2d × %s", n, f))
-	}
-	sort.Strings(faults)
-	say("   Along the way the shop\n%s", strings.Join(faults, "\n"))
+	say("   Along the way the shop\n%s", s.faults())
 	report1, events := filepath.Join(dir, "stripe-day-1.itemized.csv"), filepath.Join(dir, "stripe-events.jsonl")
 	if err := writeExport(report1, sb.ExportItemized); err != nil {
 		return err
@@ -119,10 +125,8 @@ func (a *app) demo(ctx context.Context, dir string) error {
 		f.act = actionFlags{apiKey: "sk_test_reconcile", providerURL: provSrv.URL, providerTimeout: 5 * time.Second, pagerWebhook: pagerSrv.URL,
 			lease: time.Minute, keyTTL: 24 * time.Hour, grace: 0, deferredPage: 72 * time.Hour, maxActions: 1000}
 		f.out.jsonPath = filepath.Join(dir, fmt.Sprintf("round-%d.json", n))
-		if n == 1 {
-			f.out.xlsxPath = filepath.Join(dir, "discrepancies.xlsx")
-		}
-		say("\n   reconcile run --apply --lag 1h --grace 0 --ledger sqlite:%s --json %s %s\n", ledgerPath, f.out.jsonPath, strings.Join(inputs, " "))
+		f.out.xlsxPath = filepath.Join(dir, roundWorkbook(n))
+		say("\n   reconcile run --apply --lag 1h --grace 0 --ledger sqlite:%s --json %s --xlsx %s %s\n", ledgerPath, f.out.jsonPath, f.out.xlsxPath, strings.Join(inputs, " "))
 		run := &app{stdout: &indent{w: out}, stderr: a.stderr, log: quiet, ledgerURL: "sqlite:" + ledgerPath}
 		err := run.run(ctx, f, inputs)
 		if err != nil && !needsPersonOnly(err) {
@@ -172,11 +176,95 @@ func (a *app) demo(ctx context.Context, dir string) error {
 	}
 	say("\nThe demo's files are in %s:", dir)
 	for _, f := range []string{"ledger.db", "stripe-day-1.itemized.csv", "stripe-events.jsonl", "round-1.json", "discrepancies.xlsx",
-		"pages.log", "stripe-day-2.itemized.csv", "round-2.json"} {
+		"pages.log", "stripe-day-2.itemized.csv", "round-2.json", "discrepancies-round-2.xlsx"} {
 		say("  %s", filepath.Join(dir, f))
 	}
 	say("\nTry:\n  go run ./cmd/reconcile show %s --ledger sqlite:%s\n  go run ./cmd/reconcile escalations --all --ledger sqlite:%s",
 		s.inDoubt, ledgerPath, ledgerPath)
+	if !keep {
+		return nil
+	}
+	return s.keep(ctx, say, dir, pagerSrv.URL, readRunID(filepath.Join(dir, "round-1.json")))
+}
+
+// roundWorkbook is the file name of round n's workbook.
+func roundWorkbook(n int) string {
+	if n == 1 {
+		return "discrepancies.xlsx"
+	}
+	return fmt.Sprintf("discrepancies-round-%d.xlsx", n)
+}
+
+// faults lists what went wrong in the shop, one line per fault.
+func (s *shop) faults() string {
+	var faults []string
+	for f, n := range s.happened {
+		faults = append(faults, fmt.Sprintf("   %2d × %s", n, f))
+	}
+	sort.Strings(faults)
+	return strings.Join(faults, "\n")
+}
+
+// readRunID is the run id of a JSON result, or "RUN_ID" if it cannot be
+// read.
+func readRunID(path string) string {
+	var r struct {
+		RunID string `json:"run_id"`
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil || r.RunID == "" {
+		return "RUN_ID"
+	}
+	return r.RunID
+}
+
+// keep is demo --keep: the shop takes a third day's orders through the
+// sandbox, which keeps serving, and the demo prints the three uses to try
+// against them, until ctx ends (Ctrl-C).
+func (s *shop) keep(ctx context.Context, say func(string, ...any), dir, pagerURL, firstRun string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	day3 := time.Now().UTC()
+	s.happened = map[string]int{}
+	const more = demoOrders / 3
+	for i := demoOrders; i < demoOrders+more; i++ {
+		if err := s.order(ctx, i); err != nil {
+			return fmt.Errorf("order %d: %w", i, err)
+		}
+	}
+	report := filepath.Join(abs, "stripe-day-3.itemized.csv")
+	if err := writeExport(report, func(w io.Writer) error { return s.sb.ExportItemizedSince(w, day3) }); err != nil {
+		return err
+	}
+	ledger := "sqlite:" + filepath.Join(abs, "ledger.db")
+	say("\n5. --keep: the sandbox keeps running at %s, and the shop takes %d more orders. Along the way it\n%s", s.url, more, s.faults())
+	say("   The provider's report of the day: %s.", report)
+	say(`
+Try the three uses for real, from the repository (or with reconcile for go run ./cmd/reconcile once it is
+installed); --lag 1h because the shop's day is only two hours old:
+
+  An ad hoc run against one settlement file: the plan, nothing changes outside the ledger
+    go run ./cmd/reconcile run --lag 1h --ledger %[1]s %[2]s
+
+  The nightly run: make the repairs, page for the rest, write the workbook and the metrics
+    STRIPE_API_KEY=sk_test_demo go run ./cmd/reconcile run --apply --lag 1h --ledger %[1]s --provider-url %[3]s --pager-webhook %[4]s --json %[5]s --xlsx %[6]s --metrics-file %[7]s %[2]s
+
+  The discrepancy spreadsheet for finance, from any earlier run (here the first round)
+    go run ./cmd/reconcile export --run %[8]s --xlsx %[9]s --ledger %[1]s
+
+The sandbox's own record of what it did: curl %[3]s/_sandbox/export/itemized
+Pages are appended to %[10]s.
+The sandbox runs until Ctrl-C.`,
+		shellWord(ledger), shellWord(report), s.url, pagerURL, shellWord(filepath.Join(abs, "round-3.json")),
+		shellWord(filepath.Join(abs, "discrepancies-round-3.xlsx")), shellWord(filepath.Join(abs, "reconcile.prom")), firstRun,
+		shellWord(filepath.Join(abs, "for-finance.xlsx")), filepath.Join(abs, "pages.log"))
+	<-ctx.Done()
+	say("\nStopped: the sandbox is gone; the ledger and the files stay in %s.", dir)
 	return nil
 }
 
@@ -192,13 +280,23 @@ func quoteArgs(args []string) string {
 	return strings.Join(out, " ")
 }
 
+// shellWord is s as one word of a shell command line: as it is when it
+// holds nothing a shell reads otherwise, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // demoFolder makes dir, and removes a previous demo's files from it.
 func demoFolder(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, f := range []string{"ledger.db", "ledger.db-wal", "ledger.db-shm", "stripe-day-1.itemized.csv", "stripe-events.jsonl",
-		"stripe-day-2.itemized.csv", "round-1.json", "round-2.json", "discrepancies.xlsx", "pages.log"} {
+		"stripe-day-2.itemized.csv", "round-1.json", "round-2.json", "discrepancies.xlsx", "pages.log", "discrepancies-round-2.xlsx",
+		"stripe-day-3.itemized.csv", "round-3.json", "discrepancies-round-3.xlsx", "reconcile.prom", "for-finance.xlsx"} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
