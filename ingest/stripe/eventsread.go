@@ -15,9 +15,17 @@ import (
 	"reconcile/ingest/tabular"
 )
 
-// maxLine bounds one line of a JSON Lines dump: an event with every object
-// expanded stays far below it.
-const maxLine = 64 << 20
+// maxLine bounds one line of a JSON Lines dump, and maxEvent one event of
+// a JSON array or of events one after another: the bound every reader has
+// on one row (tabular.MaxLine). An event with every object expanded stays
+// far below it.
+const maxLine = tabular.MaxLine
+
+var maxEvent int64 = maxLine // a variable, for tests
+
+// errEventTooLong stops a streamed event that runs past maxEvent, before
+// the decoder holds it.
+var errEventTooLong = errors.New("the event starting here is longer than the bound on one event (64 MiB): the file is corrupt, or not a webhook dump")
 
 // DetectEvents reports whether a file looks like a dump of Stripe webhook
 // events: JSON objects or an array of them, mentioning an event object or a
@@ -130,7 +138,7 @@ func cutEvent(line int, raw string, rej rejection) error {
 // stream reads a JSON array of events, or events one after another, with a
 // json.Decoder; lines are worked out from the decoder's input offset.
 func (p *eventParser) stream(ctx context.Context, r io.Reader, array bool) error {
-	lc := &lineCounter{r: r, line: 1}
+	lc := &lineCounter{r: r, line: 1, limit: maxEvent}
 	dec := json.NewDecoder(lc)
 	if array {
 		if _, err := dec.Token(); err != nil { // the '[' seen already
@@ -145,6 +153,7 @@ func (p *eventParser) stream(ctx context.Context, r io.Reader, array bool) error
 		if err := dec.Decode(&raw); err != nil {
 			return p.streamError(dec, lc, err)
 		}
+		lc.mark = dec.InputOffset()
 		line := lc.lineAt(dec.InputOffset() - int64(len(raw)))
 		if err := p.value(line, string(raw)); err != nil {
 			return err
@@ -198,14 +207,20 @@ func (p *eventParser) streamError(dec *json.Decoder, lc *lineCounter, err error)
 // asked for in increasing order; line ends behind the last one asked for
 // are forgotten.
 type lineCounter struct {
-	r    io.Reader
-	off  int64   // bytes read so far
-	ends []int64 // offsets of the line ends read
-	next int     // the first of ends not yet passed
-	line int     // the line at the last offset asked for
+	r   io.Reader
+	off int64 // bytes read so far
+	// limit bounds what may be read past mark, the end of the last value
+	// decoded: 0 is no bound.
+	limit, mark int64
+	ends        []int64 // offsets of the line ends read
+	next        int     // the first of ends not yet passed
+	line        int     // the line at the last offset asked for
 }
 
 func (c *lineCounter) Read(b []byte) (int, error) {
+	if c.limit > 0 && c.off-c.mark > c.limit {
+		return 0, errEventTooLong
+	}
 	n, err := c.r.Read(b)
 	for i := 0; i < n; {
 		j := bytes.IndexByte(b[i:n], '\n')
