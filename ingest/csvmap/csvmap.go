@@ -122,7 +122,7 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 		br.Discard(3)
 	}
 	for i := range m.SkipRows {
-		if _, err := br.ReadString('\n'); err != nil {
+		if err := skipLine(br); err != nil {
 			if errors.Is(err, io.EOF) {
 				return fmt.Errorf("line %d: the file ends within the %d lines of skip_rows, before the header", i+1, m.SkipRows)
 			}
@@ -527,4 +527,21 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// skipLine reads past one line without holding it: a preamble line is
+// bounded like any other (tabular.MaxLine).
+func skipLine(br *bufio.Reader) error {
+	n := 0
+	for {
+		b, err := br.ReadSlice('\n')
+		n += len(b)
+		switch {
+		case n > tabular.MaxLine:
+			return fmt.Errorf("a line of the skip_rows preamble is longer than %s", tabular.FormatBytes(tabular.MaxLine))
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		}
+		return err
+	}
 }

@@ -3,7 +3,9 @@ package csvmap
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"reconcile"
 	"reconcile/ingest/ingesttest"
+	"reconcile/ingest/tabular"
 )
 
 func mustMapping(t testing.TB, js string) *Mapping {
@@ -443,4 +446,29 @@ func TestContextCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Parse with a cancelled context = %v, want %v", err, context.Canceled)
 	}
+}
+
+// A skip_rows preamble line is bounded like any other line: a file whose
+// preamble never ends is refused, not held.
+func TestSkipRowsLineIsBounded(t *testing.T) {
+	var js map[string]any
+	if err := json.Unmarshal([]byte(simple), &js); err != nil {
+		t.Fatal(err)
+	}
+	js["skip_rows"] = 1
+	b, _ := json.Marshal(js)
+	in := io.MultiReader(io.LimitReader(ones{}, tabular.MaxLine+1<<20), strings.NewReader("\nid,date,amount,currency\nx,2024-01-02,1,EUR\n"))
+	err := Parse(context.Background(), in, Options{Mapping: mustMapping(t, string(b))}, &ingesttest.Recorder{})
+	if err == nil || !strings.Contains(err.Error(), "skip_rows") {
+		t.Errorf("Parse(a 65 MiB preamble line) = %v, want it refused at the bound", err)
+	}
+}
+
+type ones struct{}
+
+func (ones) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = '1'
+	}
+	return len(b), nil
 }
