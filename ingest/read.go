@@ -37,6 +37,9 @@ type Total struct {
 	Kind        reconcile.Kind `json:"kind"`
 	Count       int            `json:"count"`
 	AmountMinor int64          `json:"amount_minor"`
+	// Overflow is set when the sum went past int64: AmountMinor is then
+	// the bound it saturated at, never a wrapped total.
+	Overflow bool `json:"overflow,omitempty"`
 }
 
 // Input is the account of one source read: every row is evidence, rejected
@@ -298,7 +301,10 @@ func (s *countingSink) Evidence(e *reconcile.Evidence) error {
 		s.totals[k] = t
 	}
 	t.Count++
-	t.AmountMinor += e.Amount.Minor
+	var ok bool
+	if t.AmountMinor, ok = reconcile.AddMinor(t.AmountMinor, e.Amount.Minor); !ok {
+		t.Overflow = true
+	}
 	return s.pass(s.out.Evidence(e))
 }
 

@@ -40,7 +40,7 @@ func Summary(w io.Writer, r *Result) {
 	}
 	money := map[key]int64{}
 	for _, d := range r.Discrepancies {
-		money[key{d.Class, d.Currency}] += d.Money()
+		money[key{d.Class, d.Currency}], _ = reconcile.AddMinor(money[key{d.Class, d.Currency}], d.Money())
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
