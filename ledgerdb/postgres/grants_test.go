@@ -415,3 +415,25 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 		t.Errorf("run_1 = %+v, %v; want succeeded", r, err)
 	}
 }
+
+// A role that may not use the ledger's schema is told so: without USAGE,
+// PostgreSQL skips the schema in the search path, and the job once said
+// the ledger needed every migration.
+func TestARoleWithoutUsageOfTheSchemaIsToldSo(t *testing.T) {
+	ctx := context.Background()
+	adminURL := pgtest.Schema(t)
+	if _, err := open(t, adminURL, nil).Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := connect(t, adminURL)
+	_, roleURL := newRole(t, admin, adminURL, "nousage")
+	s, err := postgres.Open(ctx, roleURL, ledgerdb.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.CheckSchema(ctx)
+	if err == nil || !strings.Contains(err.Error(), "USAGE") || strings.Contains(err.Error(), "migration") {
+		t.Errorf("CheckSchema as a role without USAGE = %v, want it to say the role may not use the schema", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"reconcile"
 	"reconcile/ledgerdb"
 )
 
@@ -78,6 +79,18 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	applied, err := applied(ctx, s.pool)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", s.where, err)
+	}
+	if applied == nil {
+		// PostgreSQL passes over a schema of the search path that the role
+		// may not use: say so, rather than that every migration is due.
+		var schema string
+		var usable bool
+		err := s.pool.QueryRow(ctx, `SELECT n.nspname, has_schema_privilege(n.oid, 'USAGE') FROM pg_namespace n
+			WHERE n.nspname = trim(both '"' from trim(split_part(current_setting('search_path'), ',', 1)))`).Scan(&schema, &usable)
+		if err == nil && !usable {
+			return fmt.Errorf("%w: ledger %s: this role may not use schema %s (no USAGE privilege): apply the grants (README, Roles and grants)",
+				reconcile.ErrSchema, s.where, schema)
+		}
 	}
 	return ledgerdb.Check(s.where, migrations(), applied)
 }
