@@ -231,3 +231,10 @@ func TestDemoRunsTheWholeLoop(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	code, out, errOut := reconcileCmd(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "reconcile version ") {
+		t.Errorf("reconcile --version = exit %d, %q %q", code, out, errOut)
+	}
+}

@@ -117,6 +117,7 @@ Environment (each is the fallback of a flag; secrets are only read from the envi
   RECONCILE_S3_PATH_STYLE      --s3-path-style; with the AWS chain (AWS_ENDPOINT_URL_S3, AWS_REGION, ...)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(), // --version, as `reconcile version`
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError("unknown command %q: see `reconcile help`", args[0])

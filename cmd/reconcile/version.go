@@ -18,17 +18,22 @@ Example:
   reconcile version`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				v = bi.Main.Version
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-						v += " " + s.Value[:12]
-					}
-				}
-			}
-			fmt.Fprintf(a.stdout, "reconcile %s\n", v)
+			fmt.Fprintf(a.stdout, "reconcile %s\n", version())
 			return nil
 		},
 	}
+}
+
+// version is the module version and the commit it was built from.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+	}
+	return v
 }
