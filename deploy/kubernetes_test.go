@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,10 +18,20 @@ import (
 // refused. It skips the test when python3 has no yaml module.
 func readManifest(t *testing.T) map[string]cronJobManifest {
 	t.Helper()
-	if err := exec.Command("python3", "-c", "import yaml").Run(); err != nil {
-		t.Skip("python3 with its yaml module (Debian: python3-yaml) is needed to read deploy/cronjob.yaml: ", err)
+	python := ""
+	for _, p := range []string{os.Getenv("RECONCILE_PYTHON"), "python3", "/usr/bin/python3"} {
+		if p != "" && exec.Command(p, "-c", "import yaml").Run() == nil {
+			python = p
+			break
+		}
 	}
-	cmd := exec.Command("python3", "-c", "import json, sys, yaml; json.dump(list(yaml.safe_load_all(sys.stdin)), sys.stdout)")
+	if python == "" {
+		if os.Getenv("RECONCILE_REQUIRE_TOOLS") == "1" {
+			t.Fatal("python3 with its yaml module (Debian: python3-yaml) is needed to read deploy/cronjob.yaml")
+		}
+		t.Skip("python3 with its yaml module (Debian: python3-yaml) is needed to read deploy/cronjob.yaml")
+	}
+	cmd := exec.Command(python, "-c", "import json, sys, yaml; json.dump(list(yaml.safe_load_all(sys.stdin)), sys.stdout)")
 	cmd.Stdin = strings.NewReader(readFile(t, "deploy/cronjob.yaml"))
 	out, err := cmd.Output()
 	if err != nil {

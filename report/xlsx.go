@@ -20,10 +20,11 @@ import (
 const maxCellText = 32767
 
 // WriteXLSX writes the discrepancy spreadsheet of a run to w: a summary,
-// one sheet per class that has findings, the rejected rows, the
-// escalations and, when there are any, the orphans. Sheets that can hold a
-// row per finding are streamed, so memory stays bounded however large the
-// run.
+// one sheet per class that has findings, the actions, the rejected rows,
+// the escalations and, when there are any, the orphans. The escalations
+// are those open when the workbook is written, and its Escalations sheet
+// says so with the time. Sheets that can hold a row per finding are
+// streamed, so memory stays bounded however large the run.
 func WriteXLSX(w io.Writer, r *Result, escalations []Escalation) error {
 	f := excelize.NewFile()
 	defer f.Close()
@@ -32,7 +33,7 @@ func WriteXLSX(w io.Writer, r *Result, escalations []Escalation) error {
 	// leaves that buffer empty. (excelize's fix of the zip64 local headers
 	// of a sheet over 4 GiB, some ten million rows, is then skipped.)
 	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
-	b, err := newBook(f)
+	b, err := newBook(f, r)
 	if err != nil {
 		return err
 	}
@@ -42,17 +43,16 @@ func WriteXLSX(w io.Writer, r *Result, escalations []Escalation) error {
 	if err := b.summary(r, escalations); err != nil {
 		return fmt.Errorf("write sheet Summary: %w", err)
 	}
-	byClass := map[reconcile.Class]int{}
-	for i := range r.Discrepancies {
-		byClass[r.Discrepancies[i].Class]++
-	}
 	for _, c := range reconcile.Classes {
-		if c == reconcile.Confirmed || byClass[c] == 0 {
+		if c == reconcile.Confirmed || b.shapes[c] == nil {
 			continue
 		}
-		if err := b.classSheet(r, c, byClass[c]); err != nil {
+		if err := b.classSheet(r, c); err != nil {
 			return fmt.Errorf("write sheet %s: %w", sheetName(c), err)
 		}
+	}
+	if err := b.actionsSheet(r); err != nil {
+		return fmt.Errorf("write sheet %s: %w", actionsSheet, err)
 	}
 	if err := b.rejectedSheet(r.Rejected); err != nil {
 		return fmt.Errorf("write sheet %s: %w", rejectedSheet, err)
@@ -70,166 +70,52 @@ func WriteXLSX(w io.Writer, r *Result, escalations []Escalation) error {
 	return f.Write(w)
 }
 
-// rejectedSheet is the name of the sheet of rejected input rows.
-const rejectedSheet = "Rejected rows"
-
-// sheetName is the name of a class's sheet: "Duplicated".
-func sheetName(c reconcile.Class) string {
-	s := string(c)
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// column is a column of a table sheet: its title and width in characters.
-type column struct {
-	title string
-	width float64
-}
-
-var classColumns = []column{
-	{"Effect key", 38}, {"Provider", 11}, {"Time (UTC)", 20}, {"Currency", 11},
-	{"Expected", 18}, {"Observed", 18}, {"At risk", 18}, {"Transactions", 24},
-	{"Reason", 44}, {"Actions", 38}, {"Action keys", 44}, {"Made", 16}, {"Action notes", 44},
-}
-
-// classSheet writes the n findings of class c, in the order of the result.
-func (b *book) classSheet(r *Result, c reconcile.Class, n int) error {
-	s := b.table(sheetName(c), classColumns, n)
-	row := make([]any, len(classColumns))
-	for i := range r.Discrepancies {
-		d := &r.Discrepancies[i]
-		if d.Class != c {
-			continue
-		}
-		exp := b.exponent(d.Provider, d.Currency)
-		row[0], row[1], row[2], row[3] = b.text(d.EffectKey), b.text(d.Provider), b.date(d.Time), b.text(d.Currency)
-		row[4], row[5], row[6] = b.money(d.ExpectedMinor, exp), b.money(d.ObservedMinor, exp), b.money(d.AtRisk(), exp)
-		row[7], row[8] = b.wrapped(strings.Join(d.Transactions, "\n")), b.wrapped(d.Reason)
-		what, keys, made, notes := actionLines(d, exp)
-		row[9], row[10], row[11], row[12] = b.wrapped(what), b.wrapped(keys), b.wrapped(made), b.wrapped(notes)
-		if err := s.add(row...); err != nil {
-			return err
-		}
-	}
-	return s.close()
-}
-
-// actionLines writes a finding's actions one per line, so that the lines
-// of the four action columns line up: "compensate 12.34 EUR: applied".
-func actionLines(d *Discrepancy, exp int) (what, keys, made, notes string) {
-	var w, k, m, n []string
-	for _, x := range d.Actions {
-		line := string(x.Kind)
-		if x.AmountMinor != 0 {
-			cur := x.Currency
-			if cur == "" {
-				cur = d.Currency
-			}
-			line += " " + groupThousands(reconcile.FormatMinor(x.AmountMinor, exp)) + " " + cur
-		}
-		w = append(w, line+": "+string(x.Outcome))
-		k = append(k, orDash(x.Key))
-		m = append(m, orDash(x.Made))
-		n = append(n, orDash(strings.Join(strings.Fields(x.Note), " ")))
-	}
-	return strings.Join(w, "\n"), strings.Join(k, "\n"), strings.Join(m, "\n"), strings.Join(n, "\n")
-}
-
-// groupThousands puts commas between the groups of three digits of a
-// plain decimal, as the amount cells show them: "-1234567.89" becomes
-// "-1,234,567.89".
-func groupThousands(s string) string {
-	sign, digits := "", s
-	if strings.HasPrefix(s, "-") {
-		sign, digits = "-", s[1:]
-	}
-	whole, frac, dot := strings.Cut(digits, ".")
-	var b strings.Builder
-	b.WriteString(sign)
-	for i := range len(whole) {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(whole[i])
-	}
-	if dot {
-		b.WriteString("." + frac)
-	}
-	return b.String()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
-var rejectedColumns = []column{{"File", 40}, {"Line", 8}, {"Reason", 50}, {"Raw row", 100}}
-
-func (b *book) rejectedSheet(rows []Rejected) error {
-	s := b.table(rejectedSheet, rejectedColumns, len(rows))
-	for _, x := range rows {
-		if err := s.add(b.text(x.URI), b.plain(int64(x.Line)), b.wrapped(x.Reason), b.wrapped(x.Raw)); err != nil {
-			return err
-		}
-	}
-	return s.close()
-}
-
-var escalationColumns = []column{
-	{"Key", 46}, {"Subject", 38}, {"Class", 12}, {"Reason", 50}, {"Status", 12},
-	{"Opened (UTC)", 19}, {"Paged (UTC)", 19}, {"Resolved (UTC)", 19}, {"Resolved by", 16}, {"Note", 40},
-}
-
-func (b *book) escalationsSheet(rows []Escalation) error {
-	s := b.table("Escalations", escalationColumns, len(rows))
-	for _, x := range rows {
-		err := s.add(b.text(x.Key), b.text(x.Subject), b.text(x.Class), b.wrapped(x.Reason), b.text(x.Status),
-			b.date(x.OpenedAt), b.date(x.PagedAt), b.date(x.ResolvedAt), b.text(x.ResolvedBy), b.wrapped(x.Note))
-		if err != nil {
-			return err
-		}
-	}
-	return s.close()
-}
-
-var orphanColumns = []column{
-	{"Key", 40}, {"Stale owner", 20}, {"Stale fence", 12}, {"Stale result", 30},
-	{"Current owner", 20}, {"Current fence", 12}, {"Current state", 16},
-}
-
-func (b *book) orphansSheet(rows []Orphan) error {
-	s := b.table("Orphans", orphanColumns, len(rows))
-	for _, x := range rows {
-		err := s.add(b.text(x.Key), b.text(x.StaleOwner), b.plain(x.StaleFence), b.wrapped(x.StaleResult),
-			b.text(x.CurrentOwner), b.plain(x.CurrentFence), b.text(x.CurrentState))
-		if err != nil {
-			return err
-		}
-	}
-	return s.close()
-}
+// xlsxNow is the clock that dates the workbook: the escalations it lists
+// are those open then. A variable, so that a test can set it.
+var xlsxNow = time.Now
 
 // book is a workbook being written, with its cell styles.
 type book struct {
 	f  *excelize.File
 	st struct {
-		title, heading, header, headerRight, label, alert, text, wrap, plain, count, date int
+		title, heading, captionWrap, header, headerRight, label, alert, alertWrap, good, goodWrap,
+		text, wrap, plain, count, date int
 	}
 	moneyStyles map[int]int // by exponent
 	exps        map[[2]string]int
+	// shapes are the columns of each class's sheet, nil for a class
+	// without findings.
+	shapes map[reconcile.Class]*shape
+	// written is when the workbook is written; pageHeader is what every printed
+	// page says at its top right.
+	written    time.Time
+	pageHeader string
 }
 
-func newBook(f *excelize.File) (*book, error) {
-	b := &book{f: f, moneyStyles: map[int]int{}, exps: map[[2]string]int{}}
+func newBook(f *excelize.File, r *Result) (*book, error) {
+	b := &book{f: f, moneyStyles: map[int]int{}, exps: map[[2]string]int{}, written: xlsxNow().UTC()}
+	b.shapes = b.classShapes(r)
+	b.pageHeader = "Run " + r.RunID
+	if t, err := time.Parse(time.RFC3339, r.AsOf); err == nil {
+		b.pageHeader += ", as of " + t.UTC().Format("2006-01-02 15:04") + " UTC"
+	} else if r.AsOf != "" {
+		b.pageHeader += ", as of " + r.AsOf
+	}
 	// Text is indented by one level so that it does not run into a number
 	// aligned right in the column before it.
 	top := &excelize.Alignment{Vertical: "top", Horizontal: "left", Indent: 1}
 	wrap := &excelize.Alignment{Vertical: "top", Horizontal: "left", Indent: 1, WrapText: true}
 	num := &excelize.Alignment{Vertical: "top"}
+	// Sheets print without gridlines: a light rule under every cell of data
+	// keeps the eye on its row on paper.
+	rule := []excelize.Border{{Type: "bottom", Color: "D9D9D9", Style: 1}}
+	bold := &excelize.Font{Family: "Calibri", Bold: true, Size: 11}
+	red := &excelize.Font{Family: "Calibri", Bold: true, Size: 12, Color: "9C0006"}
+	green := &excelize.Font{Family: "Calibri", Bold: true, Size: 12, Color: "006100"}
+	redFill := excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFC7CE"}}
+	greenFill := excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"C6EFCE"}}
+	headerFill := excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"D9E1F2"}}
+	headerRule := []excelize.Border{{Type: "bottom", Color: "8EA9DB", Style: 1}}
 	textFmt, plainFmt, countFmt, dateFmt := "@", "0", "#,##0", "yyyy-mm-dd hh:mm:ss"
 	for _, x := range []struct {
 		id *int
@@ -237,24 +123,21 @@ func newBook(f *excelize.File) (*book, error) {
 	}{
 		{&b.st.title, excelize.Style{Font: &excelize.Font{Family: "Calibri", Bold: true, Size: 14}}},
 		{&b.st.heading, excelize.Style{Font: &excelize.Font{Family: "Calibri", Bold: true, Size: 12}}},
-		{&b.st.header, excelize.Style{
-			Font:      &excelize.Font{Family: "Calibri", Bold: true, Size: 11},
-			Fill:      excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"D9E1F2"}},
-			Border:    []excelize.Border{{Type: "bottom", Color: "8EA9DB", Style: 1}},
+		{&b.st.captionWrap, excelize.Style{Font: &excelize.Font{Family: "Calibri", Bold: true, Size: 12}, Alignment: wrap, CustomNumFmt: &textFmt}},
+		{&b.st.header, excelize.Style{Font: bold, Fill: headerFill, Border: headerRule,
 			Alignment: &excelize.Alignment{Vertical: "center", Horizontal: "left", Indent: 1, WrapText: true}, CustomNumFmt: &textFmt}},
-		{&b.st.headerRight, excelize.Style{
-			Font:      &excelize.Font{Family: "Calibri", Bold: true, Size: 11},
-			Fill:      excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"D9E1F2"}},
-			Border:    []excelize.Border{{Type: "bottom", Color: "8EA9DB", Style: 1}},
+		{&b.st.headerRight, excelize.Style{Font: bold, Fill: headerFill, Border: headerRule,
 			Alignment: &excelize.Alignment{Vertical: "center", Horizontal: "right", WrapText: true}, CustomNumFmt: &textFmt}},
-		{&b.st.label, excelize.Style{Font: &excelize.Font{Family: "Calibri", Bold: true, Size: 11}, Alignment: top, CustomNumFmt: &textFmt}},
-		{&b.st.alert, excelize.Style{Font: &excelize.Font{Family: "Calibri", Bold: true, Size: 11, Color: "9C0006"},
-			Fill: excelize.Fill{Type: "pattern", Pattern: 1, Color: []string{"FFC7CE"}}, Alignment: top, CustomNumFmt: &textFmt}},
-		{&b.st.text, excelize.Style{Alignment: top, CustomNumFmt: &textFmt}},
-		{&b.st.wrap, excelize.Style{Alignment: wrap, CustomNumFmt: &textFmt}},
-		{&b.st.plain, excelize.Style{Alignment: num, CustomNumFmt: &plainFmt}},
-		{&b.st.count, excelize.Style{Alignment: num, CustomNumFmt: &countFmt}},
-		{&b.st.date, excelize.Style{Alignment: top, CustomNumFmt: &dateFmt}},
+		{&b.st.label, excelize.Style{Font: bold, Alignment: top, Border: rule, CustomNumFmt: &textFmt}},
+		{&b.st.alert, excelize.Style{Font: red, Fill: redFill, Alignment: top, CustomNumFmt: &textFmt}},
+		{&b.st.alertWrap, excelize.Style{Font: red, Fill: redFill, Alignment: wrap, CustomNumFmt: &textFmt}},
+		{&b.st.good, excelize.Style{Font: green, Fill: greenFill, Alignment: top, CustomNumFmt: &textFmt}},
+		{&b.st.goodWrap, excelize.Style{Font: green, Fill: greenFill, Alignment: wrap, CustomNumFmt: &textFmt}},
+		{&b.st.text, excelize.Style{Alignment: top, Border: rule, CustomNumFmt: &textFmt}},
+		{&b.st.wrap, excelize.Style{Alignment: wrap, Border: rule, CustomNumFmt: &textFmt}},
+		{&b.st.plain, excelize.Style{Alignment: num, Border: rule, CustomNumFmt: &plainFmt}},
+		{&b.st.count, excelize.Style{Alignment: num, Border: rule, CustomNumFmt: &countFmt}},
+		{&b.st.date, excelize.Style{Alignment: top, Border: rule, CustomNumFmt: &dateFmt}},
 	} {
 		id, err := f.NewStyle(&x.s)
 		if err != nil {
@@ -284,10 +167,12 @@ func (b *book) exponent(provider, cur string) int {
 // text is a cell of text from anywhere, inputs included. excelize writes a
 // Go string as an inline string cell, never as a formula or a number, so
 // "=HYPERLINK(…)" or "0012" stays exactly that; the text number format
-// keeps it text when someone edits the cell.
+// keeps it text when someone edits the cell. Empty text is an empty cell,
+// with the style of its column: a filter finds it among the blanks, and the
+// rule under its row runs on when the row is printed.
 func (b *book) text(s string) any {
 	if s == "" {
-		return nil
+		return b.blank(b.st.text)
 	}
 	return excelize.Cell{StyleID: b.st.text, Value: fitCell(s)}
 }
@@ -295,16 +180,21 @@ func (b *book) text(s string) any {
 // wrapped is a text cell that wraps at the column's width.
 func (b *book) wrapped(s string) any {
 	if s == "" {
-		return nil
+		return b.blank(b.st.text)
 	}
 	return excelize.Cell{StyleID: b.st.wrap, Value: fitCell(s)}
 }
+
+// blank is an empty cell of the given style: no value at all, neither a
+// dash nor an empty string.
+func (b *book) blank(style int) any { return excelize.Cell{StyleID: style} }
 
 // numericTitles are the titles of columns of numbers, whose headers align
 // right like the numbers below them.
 var numericTitles = map[string]bool{"Rows": true, "Evidence": true, "Rejected": true, "Ignored": true, "Count": true,
 	"Findings": true, "Expected": true, "Observed": true, "At risk": true, "Amount": true, "Line": true,
-	"Stale fence": true, "Current fence": true}
+	"Stale fence": true, "Current fence": true, "Difference": true, "Effects": true, "Gross": true, "Fees": true, "Net": true,
+	"Repaired (unconfirmed)": true, "Findings at risk": true}
 
 // header is a cell of a header row.
 func (b *book) header(title string) any {
@@ -327,7 +217,7 @@ func (b *book) count(n int64) any { return excelize.Cell{StyleID: b.st.count, Va
 // date is a date-time cell in UTC, or an empty cell for the zero time.
 func (b *book) date(t time.Time) any {
 	if t.IsZero() {
-		return nil
+		return b.blank(b.st.date)
 	}
 	return excelize.Cell{StyleID: b.st.date, Value: t.UTC()}
 }
@@ -347,7 +237,9 @@ func (b *book) money(minor int64, exp int) any {
 		}
 		f += ";[Red]-" + f
 		var err error
-		if style, err = b.f.NewStyle(&excelize.Style{CustomNumFmt: &f, Alignment: &excelize.Alignment{Vertical: "top"}}); err != nil {
+		st := &excelize.Style{CustomNumFmt: &f, Alignment: &excelize.Alignment{Vertical: "top"},
+			Border: []excelize.Border{{Type: "bottom", Color: "D9D9D9", Style: 1}}}
+		if style, err = b.f.NewStyle(st); err != nil {
 			style = 0 // only when the style table is full; the number is still right
 		}
 		b.moneyStyles[exp] = style
@@ -396,21 +288,23 @@ type sheet struct {
 	sw     *excelize.StreamWriter
 	row    int
 	widths []float64
-	wrap   int // the style of text that wraps
+	wraps  map[int]bool // the styles of text that wraps
 }
 
 // add writes the next row. A row whose wrapped text takes more than one
 // line gets the height of those lines: LibreOffice does not fit rows to
 // their text when it opens a file, and would show the first line only.
-func (s *sheet) add(cells ...any) error {
+func (s *sheet) add(cells ...any) error { return s.addLines(1, cells...) }
+
+// addLines writes the next row at least lines lines high.
+func (s *sheet) addLines(lines int, cells ...any) error {
 	s.row++
 	ref, err := excelize.CoordinatesToCellName(1, s.row)
 	if err != nil {
 		return err
 	}
-	lines := 1
 	for i, c := range cells {
-		if c, ok := c.(excelize.Cell); ok && c.StyleID == s.wrap && i < len(s.widths) {
+		if c, ok := c.(excelize.Cell); ok && s.wraps[c.StyleID] && i < len(s.widths) {
 			text, _ := c.Value.(string)
 			lines = max(lines, wrappedLines(text, s.widths[i]))
 		}
@@ -440,23 +334,54 @@ func wrappedLines(text string, width float64) int {
 	return lines + max(1, (n+per-1)/per)
 }
 
+// Margins of a printed page, in inches: narrow at the sides, so that more
+// of a wide sheet fits a page.
+const (
+	sideMargin   = 0.4
+	topMargin    = 0.6
+	headerMargin = 0.3
+)
+
+// maxHeaderText is how much text Excel takes in a page header or footer.
+const maxHeaderText = 255
+
 // newSheet adds a sheet (or takes the first one, named already) with the
-// given column widths.
-func (b *book) newSheet(name string, widths []float64) (*sheet, error) {
+// given column widths, that prints landscape pages wide, and whose used
+// range is rows by cols.
+func (b *book) newSheet(name string, widths []float64, rows, cols, pages int) (*sheet, error) {
 	if i, _ := b.f.GetSheetIndex(name); i < 0 {
 		if _, err := b.f.NewSheet(name); err != nil {
 			return nil, err
 		}
 	}
-	// The stream writer copies these from the sheet when it starts: landscape,
-	// as wide as the page, so a printed sheet keeps its columns together.
-	landscape, one, tall := "landscape", 1, 0
-	err := b.f.SetPageLayout(name, &excelize.PageLayoutOptions{Orientation: &landscape, FitToWidth: &one, FitToHeight: &tall})
+	// The stream writer copies these from the sheet when it starts, the
+	// used range too: without it, the sheet says its cells are A1 alone,
+	// which a reader that trusts it (openpyxl's read-only mode, Power BI)
+	// takes at its word.
+	last, err := excelize.CoordinatesToCellName(max(cols, 1), max(rows, 1))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.f.SetSheetDimension(name, "A1:"+last); err != nil {
+		return nil, err
+	}
+	// A row too wide for a page goes on across the next page before the
+	// rows below it do, so that the halves of a row are on facing pages.
+	landscape, tall, order := "landscape", 0, "overThenDown"
+	err = b.f.SetPageLayout(name, &excelize.PageLayoutOptions{Orientation: &landscape, FitToWidth: &pages, FitToHeight: &tall, PageOrder: &order})
 	if err != nil {
 		return nil, err
 	}
 	fit := true
 	if err := b.f.SetSheetProps(name, &excelize.SheetPropsOptions{FitToPage: &fit}); err != nil {
+		return nil, err
+	}
+	side, top, hf := sideMargin, topMargin, headerMargin
+	err = b.f.SetPageMargins(name, &excelize.PageLayoutMarginsOptions{Left: &side, Right: &side, Top: &top, Bottom: &top, Header: &hf, Footer: &hf})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.f.SetHeaderFooter(name, b.headerFooter()); err != nil {
 		return nil, err
 	}
 	sw, err := b.f.NewStreamWriter(name)
@@ -468,7 +393,25 @@ func (b *book) newSheet(name string, widths []float64) (*sheet, error) {
 			return nil, err
 		}
 	}
-	return &sheet{sw: sw, widths: widths, wrap: b.st.wrap}, nil
+	wraps := map[int]bool{b.st.wrap: true, b.st.header: true, b.st.headerRight: true, b.st.captionWrap: true}
+	return &sheet{sw: sw, widths: widths, wraps: wraps}, nil
+}
+
+// headerFooter is what every printed page says: the sheet and the run at
+// the top, when the workbook was written and the page number at the
+// bottom.
+func (b *book) headerFooter() *excelize.HeaderFooterOptions {
+	// Cut to what a header holds, even when every character is an "&",
+	// which starts a code in a header: "&&" is the character itself.
+	run := b.pageHeader
+	if r := []rune(run); len(r) > maxHeaderText/3 {
+		run = string(r[:maxHeaderText/3]) + "…"
+	}
+	run = strings.ReplaceAll(run, "&", "&&")
+	return &excelize.HeaderFooterOptions{
+		OddHeader: "&L&\"-,Bold\"&A&R" + run,
+		OddFooter: "&LWritten " + b.written.Format("2006-01-02 15:04") + " UTC&RPage &P of &N",
+	}
 }
 
 // maxSheetRows is how many rows a sheet holds below its header: Excel's
@@ -477,18 +420,30 @@ var maxSheetRows = excelize.TotalRows - 1
 
 // table is a table of n rows streamed into sheets below a frozen header
 // row, with an autofilter: into one sheet named name, or when the rows do
-// not fit into one, into name, "name (2)", and so on.
+// not fit into one, into name, "name (2)", and so on. A table with a
+// caption has it on the row above the header, on every sheet.
 type table struct {
-	b     *book
-	name  string
-	cols  []column
-	left  int // rows not yet written
-	parts int
-	s     *sheet
+	b       *book
+	name    string
+	caption string
+	repeat  int // the columns every printed page repeats: 1 unless set
+	cols    []column
+	left    int // rows not yet written
+	parts   int
+	s       *sheet
 }
 
 func (b *book) table(name string, cols []column, n int) *table {
 	return &table{b: b, name: name, cols: cols, left: n}
+}
+
+// top is how many rows of a sheet of the table are above its first row of
+// data: the header, and the caption when it has one.
+func (t *table) top() int {
+	if t.caption != "" {
+		return 2
+	}
+	return 1
 }
 
 // sheetParts is how many sheets a table of n rows takes.
@@ -530,17 +485,23 @@ func (t *table) next() error {
 	if _, err := b.f.NewSheet(name); err != nil {
 		return err
 	}
+	// A sheet holds maxSheetRows+1 rows, the header and caption included.
+	rows := t.top() + min(t.left, maxSheetRows+1-t.top())
 	// The filter must be on the sheet before it is streamed: the stream
 	// writer copies it from there when it finishes.
-	last, err := excelize.CoordinatesToCellName(len(t.cols), min(t.left, maxSheetRows)+1)
+	first, _ := excelize.CoordinatesToCellName(1, t.top())
+	last, err := excelize.CoordinatesToCellName(len(t.cols), rows)
 	if err != nil {
 		return err
 	}
-	if err := b.f.AutoFilter(name, "A1:"+last, nil); err != nil {
+	if err := b.f.AutoFilter(name, first+":"+last, nil); err != nil {
 		return err
 	}
-	err = b.f.SetDefinedName(&excelize.DefinedName{Name: "_xlnm.Print_Titles", Scope: name, RefersTo: "'" + name + "'!$1:$1"})
-	if err != nil {
+	// Every printed page repeats the header, and the first column, which
+	// names the row, on the second page of a row too wide for one.
+	lastTitle, _ := excelize.ColumnNumberToName(max(t.repeat, 1))
+	titles := fmt.Sprintf("'%s'!$A:$%s,'%s'!$1:$%d", name, lastTitle, name, t.top())
+	if err := b.f.SetDefinedName(&excelize.DefinedName{Name: "_xlnm.Print_Titles", Scope: name, RefersTo: titles}); err != nil {
 		return err
 	}
 	widths := make([]float64, len(t.cols))
@@ -548,13 +509,20 @@ func (t *table) next() error {
 	for i, c := range t.cols {
 		widths[i], header[i] = c.width, b.header(c.title)
 	}
-	if t.s, err = b.newSheet(name, widths); err != nil {
+	if t.s, err = b.newSheet(name, widths, rows, len(t.cols), 2); err != nil {
 		return err
 	}
-	err = t.s.sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft",
-		Selection: []excelize.Selection{{SQRef: "A2", ActiveCell: "A2", Pane: "bottomLeft"}}})
+	below, _ := excelize.CoordinatesToCellName(1, t.top()+1)
+	err = t.s.sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: t.top(), TopLeftCell: below, ActivePane: "bottomLeft",
+		Selection: []excelize.Selection{{SQRef: below, ActiveCell: below, Pane: "bottomLeft"}}})
 	if err != nil {
 		return err
+	}
+	if t.caption != "" {
+		// It wraps in the first column, which every printed page shows.
+		if err := t.s.add(b.styled(b.st.captionWrap, t.caption)); err != nil {
+			return err
+		}
 	}
 	return t.s.add(header...)
 }

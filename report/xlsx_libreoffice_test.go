@@ -157,8 +157,8 @@ func TestXLSXAsLibreOfficeReadsIt(t *testing.T) {
 	for n := range sheets {
 		names = append(names, n)
 	}
-	if len(sheets) != 11 {
-		t.Fatalf("LibreOffice exported sheets %q, want 11", names)
+	if len(sheets) != 12 {
+		t.Fatalf("LibreOffice exported sheets %q, want 12", names)
 	}
 	text := func(where string, f field, want string) {
 		t.Helper()
@@ -187,22 +187,33 @@ func TestXLSXAsLibreOfficeReadsIt(t *testing.T) {
 		next[d.Class]++
 		row := sheets[name][next[d.Class]]
 		where := fmt.Sprintf("%s row %d", name, next[d.Class]+1)
-		if len(row) != len(classColumns) {
-			t.Fatalf("%s has %d fields, want %d: %v", where, len(row), len(classColumns), row)
+		header := sheets[name][0]
+		if len(row) != len(header) {
+			t.Fatalf("%s has %d fields, want %d: %v", where, len(row), len(header), row)
+		}
+		col := func(title string) int {
+			for i, f := range header {
+				if f.s == title {
+					return i
+				}
+			}
+			t.Fatalf("%s has no column %q", name, title)
+			return 0
 		}
 		if d.EffectKey != "" {
 			text(where+" effect key", row[0], d.EffectKey)
 		}
-		text(where+" reason", row[8], d.Reason)
+		text(where+" reason", row[col("Reason")], d.Reason)
 		if w := d.Time.Format("2006-01-02 15:04:05"); row[2].quoted || row[2].s != w {
 			t.Errorf("%s time: LibreOffice shows %q (text: %v), want the date %s", where, row[2].s, row[2].quoted, w)
 		}
 		exp, _ := reconcile.Exponent(d.Provider, d.Currency)
 		k := [2]string{string(d.Class), d.Currency}
 		sums := []map[[2]string]int64{got.expected, got.observed, got.atRisk}
-		for i, w := range []int64{d.ExpectedMinor, d.ObservedMinor, d.AtRisk()} {
-			where := where + " " + classColumns[4+i].title
-			v := amount(where, row[4+i], d.Currency, exp)
+		for i, title := range []string{"Expected", "Observed", "At risk"} {
+			w := []int64{d.ExpectedMinor, d.ObservedMinor, d.AtRisk()}[i]
+			where := where + " " + title
+			v := amount(where, row[col(title)], d.Currency, exp)
 			if v != w {
 				t.Errorf("%s = %d minor units, want %d", where, v, w)
 			}
@@ -231,7 +242,7 @@ func TestXLSXAsLibreOfficeReadsIt(t *testing.T) {
 		case section == "Money per class and currency" && row[0].s != "Class":
 			cur := row[1].s
 			exp := expOf(r, cur)
-			k := [2]string{row[0].s, cur}
+			k := [2]string{classOf(t, row[0].s), cur}
 			summary.expected[k] = amount(where, row[3], cur, exp)
 			summary.observed[k] = amount(where, row[4], cur, exp)
 			summary.atRisk[k] = amount(where, row[5], cur, exp)
@@ -260,8 +271,8 @@ func TestXLSXAsLibreOfficeReadsIt(t *testing.T) {
 		}
 	}
 	for i, x := range esc {
-		row := sheets["Escalations"][i+1]
-		text(fmt.Sprintf("Escalations row %d reason", i+2), row[3], x.Reason)
+		row := sheets["Escalations"][i+2] // below the caption and the header
+		text(fmt.Sprintf("Escalations row %d reason", i+3), row[3], x.Reason)
 	}
 	text("Inputs", sheets["Summary"][findRow(sheets["Summary"], "adyen-settlement")][0], r.Inputs[1].URI)
 }

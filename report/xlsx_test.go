@@ -42,8 +42,8 @@ func rows(t *testing.T, f *excelize.File, sheet string) [][]string {
 
 func TestXLSXSheetsInOrderOnlyClassesWithFindings(t *testing.T) {
 	f := openXLSX(t, sampleResult(), sampleEscalations())
-	want := []string{"Summary", "Duplicated", "Missing", "Pending", "Mismatched", "Unexpected", "Deferred", "Escalated",
-		"Rejected rows", "Escalations", "Orphans"}
+	want := []string{"Summary", "Duplicated", "Missing", "Pending", "Mismatched", "Unexpected", "Deferred", "Compensation in doubt",
+		"Actions", "Rejected rows", "Escalations", "Orphans"}
 	if diff := cmp.Diff(want, f.GetSheetList()); diff != "" {
 		t.Errorf("sheets (-want +got):\n%s", diff)
 	}
@@ -51,7 +51,7 @@ func TestXLSXSheetsInOrderOnlyClassesWithFindings(t *testing.T) {
 	r := &Result{RunID: "r", Counts: map[string]int{"missing": 1},
 		Discrepancies: []Discrepancy{{Class: reconcile.Missing, EffectKey: "k", Provider: "stripe", Currency: "EUR", ExpectedMinor: 100}}}
 	f = openXLSX(t, r, nil)
-	want = []string{"Summary", "Missing", "Rejected rows", "Escalations"}
+	want = []string{"Summary", "Missing", "Actions", "Rejected rows", "Escalations"}
 	if diff := cmp.Diff(want, f.GetSheetList()); diff != "" {
 		t.Errorf("sheets of a run without orphans (-want +got):\n%s", diff)
 	}
@@ -68,7 +68,7 @@ func TestXLSXInputTextStaysLiteralText(t *testing.T) {
 			r := &Result{RunID: text, AsOf: text, Counts: map[string]int{},
 				Inputs: []Input{{URI: text, Format: text}},
 				Discrepancies: []Discrepancy{{Class: reconcile.Missing, EffectKey: text, Provider: text, Currency: "EUR", Reason: text,
-					Transactions: []string{text}, Actions: []Action{{Kind: reconcile.Redeliver, Key: text, Outcome: reconcile.OutcomePlanned, Made: text}}}},
+					Transactions: []string{text}, Actions: []Action{{Kind: reconcile.Redeliver, Key: text, Target: text, Outcome: reconcile.OutcomePlanned, Made: text}}}},
 				Rejected: []Rejected{{URI: text, Line: 2, Reason: text, Raw: text}},
 			}
 			f := openXLSX(t, r, []Escalation{{Key: text, Subject: text, Reason: text, Note: text}})
@@ -76,10 +76,11 @@ func TestXLSXInputTextStaysLiteralText(t *testing.T) {
 				sheet string
 				ref   string
 			}{
-				{"Summary", "B2"}, {"Summary", "B3"}, // run id, as of
-				{"Missing", "A2"}, {"Missing", "B2"}, {"Missing", "H2"}, {"Missing", "I2"}, {"Missing", "K2"}, {"Missing", "L2"},
+				{"Summary", "B3"}, {"Summary", "B4"}, // run id, as of (text that is no time)
+				{"Missing", "A2"}, {"Missing", "B2"}, {"Missing", "H2"}, {"Missing", "I2"}, // key, provider, transaction, reason
+				{"Actions", "A2"}, {"Actions", "G2"}, {"Actions", "H2"}, {"Actions", "I2"}, // key, action key, target, made
 				{"Rejected rows", "A2"}, {"Rejected rows", "C2"}, {"Rejected rows", "D2"},
-				{"Escalations", "A2"}, {"Escalations", "B2"}, {"Escalations", "D2"}, {"Escalations", "J2"},
+				{"Escalations", "A3"}, {"Escalations", "B3"}, {"Escalations", "D3"}, {"Escalations", "H3"}, // key, subject, reason, note
 			} {
 				typ, err := f.GetCellType(c.sheet, c.ref)
 				if err != nil {
@@ -135,7 +136,7 @@ func TestXLSXAmountsAreNumbersInTheCurrencyDecimals(t *testing.T) {
 			r := &Result{Counts: map[string]int{}, Discrepancies: []Discrepancy{{Class: reconcile.Mismatched, EffectKey: "k",
 				Provider: tc.provider, Currency: tc.cur, ExpectedMinor: tc.minor, ObservedMinor: tc.minor}}}
 			f := openXLSX(t, r, nil)
-			for _, ref := range []string{"E2", "F2"} { // G2, at risk, is their difference: 0
+			for _, ref := range []string{"E2", "F2"} { // G2 and H2, the difference and at risk, are 0
 				if typ, _ := f.GetCellType("Mismatched", ref); typ != excelize.CellTypeUnset && typ != excelize.CellTypeNumber {
 					t.Errorf("%s is of type %v, want a number", ref, typ)
 				}
@@ -164,7 +165,7 @@ func TestXLSXMixedDecimalsOfOneCurrencyAreNotAdded(t *testing.T) {
 	f := openXLSX(t, r, nil)
 	got := map[string]string{}
 	for _, row := range rows(t, f, "Summary") {
-		if len(row) > 3 && row[0] == "missing" {
+		if len(row) > 3 && row[0] == "Missing" {
 			got[row[1]] = row[3]
 		}
 	}
@@ -189,12 +190,12 @@ func TestXLSXDatesAreDateCells(t *testing.T) {
 		}
 	}
 	check("Duplicated", "C2", r.Discrepancies[0].Time)
-	check("Summary", "B4", r.StartedAt)
-	check("Summary", "B5", r.FinishedAt)
-	check("Escalations", "F2", esc[0].OpenedAt)
-	check("Escalations", "G2", esc[0].PagedAt)
-	check("Escalations", "H3", esc[1].ResolvedAt)
-	if v, _ := f.GetCellValue("Escalations", "H2"); v != "" {
+	check("Summary", "B6", r.StartedAt)
+	check("Summary", "B7", r.FinishedAt)
+	check("Escalations", "F3", esc[0].OpenedAt)
+	check("Escalations", "G3", esc[0].PagedAt)
+	check("Escalations", "H4", esc[1].ResolvedAt)
+	if v, _ := f.GetCellValue("Escalations", "H3"); v != "" {
 		t.Errorf("an open escalation's resolved time shows %q, want an empty cell", v)
 	}
 }
@@ -209,29 +210,35 @@ func TestXLSXTableSheetsHaveFrozenHeaderAndFilter(t *testing.T) {
 		}
 	}
 	for sheet, want := range map[string]string{
-		"Duplicated":    "'Duplicated'!$A$1:$M$3",
-		"Unexpected":    "'Unexpected'!$A$1:$M$3",
+		"Duplicated":    "'Duplicated'!$A$1:$L$3",
+		"Unexpected":    "'Unexpected'!$A$1:$J$3",
+		"Actions":       "'Actions'!$A$1:$J$9",
 		"Rejected rows": "'Rejected rows'!$A$1:$D$4",
-		"Escalations":   "'Escalations'!$A$1:$J$3",
+		"Escalations":   "'Escalations'!$A$2:$J$4", // below its caption
 		"Orphans":       "'Orphans'!$A$1:$G$2",
 	} {
+		top := 1
+		if sheet == "Escalations" {
+			top = 2
+		}
 		p, err := f.GetPanes(sheet)
-		if err != nil || !p.Freeze || p.YSplit != 1 || p.TopLeftCell != "A2" {
-			t.Errorf("GetPanes(%q) = %+v, %v, want the first row frozen", sheet, p, err)
+		if err != nil || !p.Freeze || p.YSplit != top || p.TopLeftCell != "A"+strconv.Itoa(top+1) {
+			t.Errorf("GetPanes(%q) = %+v, %v, want the first %d rows frozen", sheet, p, err, top)
 		}
 		if got := filters[sheet]; got != want {
 			t.Errorf("autofilter of %q = %q, want %q", sheet, got, want)
 		}
-		if h, _ := f.GetCellValue(sheet, "A1"); h == "" {
+		if h, _ := f.GetCellValue(sheet, "A"+strconv.Itoa(top)); h == "" {
 			t.Errorf("%q has no header", sheet)
 		}
 	}
-	if w, _ := f.GetColWidth("Duplicated", "I"); w < 30 {
-		t.Errorf("the Reason column is %v wide, want room for words", w)
+	reason, _ := excelize.ColumnNumberToName(columnOf(rows(t, f, "Duplicated")[0], "Reason") + 1)
+	if w, _ := f.GetColWidth("Duplicated", reason); w < 30 {
+		t.Errorf("the Reason column %s is %v wide, want room for words", reason, w)
 	}
-	// Two transactions and two actions: a row two lines high, not one.
+	// Two actions: a row two lines high, not one.
 	if h, _ := f.GetRowHeight("Duplicated", 3); h < 2*lineHeight {
-		t.Errorf("a row of three transactions is %v points high", h)
+		t.Errorf("a row of two actions is %v points high", h)
 	}
 }
 
@@ -299,7 +306,9 @@ func TestXLSXTotalsEqualJSON(t *testing.T) {
 	got := jsonSums{map[[2]string]int64{}, map[[2]string]int64{}, map[[2]string]int64{}, map[string]int64{}}
 	for _, c := range reconcile.Classes[1:] {
 		sums := map[string]*[3]float64{}
-		for i, row := range rows(t, f, sheetName(c)) {
+		rs := rows(t, f, sheetName(c))
+		cols := []int{columnOf(rs[0], "Expected"), columnOf(rs[0], "Observed"), columnOf(rs[0], "At risk")}
+		for i, row := range rs {
 			if i == 0 {
 				continue
 			}
@@ -308,8 +317,8 @@ func TestXLSXTotalsEqualJSON(t *testing.T) {
 				s = &[3]float64{}
 				sums[row[3]] = s
 			}
-			for j := range 3 {
-				v, err := strconv.ParseFloat(row[4+j], 64)
+			for j, col := range cols {
+				v, err := strconv.ParseFloat(row[col], 64)
 				if err != nil {
 					t.Fatalf("%s row %d column %d: %v", sheetName(c), i+1, 5+j, err)
 				}
@@ -338,9 +347,9 @@ func TestXLSXTotalsEqualJSON(t *testing.T) {
 		}
 		switch {
 		case section == "Money per class and currency" && len(row) == 6 && row[0] != "Class":
-			k := [2]string{row[0], row[1]}
+			k := [2]string{classOf(t, row[0]), row[1]}
 			summary.expected[k], summary.observed[k], summary.atRisk[k] = exact(row[3], row[1]), exact(row[4], row[1]), exact(row[5], row[1])
-		case section == "Money at risk per currency" && len(row) == 2 && row[0] != "Currency":
+		case section == "Money at risk per currency" && len(row) >= 2 && row[0] != "Currency":
 			summary.moneyAtRisk[row[0]] = exact(row[1], row[0])
 		}
 	}
@@ -365,7 +374,7 @@ func TestXLSXSplitsTablesLongerThanASheet(t *testing.T) {
 		r.Rejected = append(r.Rejected, Rejected{URI: "f.csv", Line: i + 2, Reason: "bad"})
 	}
 	f := openXLSX(t, r, nil)
-	want := []string{"Summary", "Missing", "Missing (2)", "Missing (3)", "Rejected rows", "Rejected rows (2)", "Escalations"}
+	want := []string{"Summary", "Missing", "Missing (2)", "Missing (3)", "Actions", "Rejected rows", "Rejected rows (2)", "Escalations"}
 	if diff := cmp.Diff(want, f.GetSheetList()); diff != "" {
 		t.Fatalf("sheets (-want +got):\n%s", diff)
 	}
@@ -388,12 +397,12 @@ func TestXLSXSplitsTablesLongerThanASheet(t *testing.T) {
 			filters[n.Scope] = n.RefersTo
 		}
 	}
-	if got := filters["Missing (3)"]; got != "'Missing (3)'!$A$1:$M$2" {
+	if got := filters["Missing (3)"]; got != "'Missing (3)'!$A$1:$J$2" {
 		t.Errorf("filter of the last Missing sheet = %q", got)
 	}
 	found := false
 	for _, row := range rows(t, f, "Summary") {
-		found = found || len(row) > 2 && row[0] == "missing" && row[2] == "Missing to Missing (3)"
+		found = found || len(row) > 2 && row[0] == "Missing" && row[2] == "Missing to Missing (3)"
 	}
 	if !found {
 		t.Errorf("the Summary does not say the missing findings fill three sheets")
@@ -402,14 +411,8 @@ func TestXLSXSplitsTablesLongerThanASheet(t *testing.T) {
 
 func TestActionLinesLineUp(t *testing.T) {
 	r := sampleResult()
-	what, keys, made, notes := actionLines(&r.Discrepancies[1], 0) // two refunds of a JPY duplicate
-	got := []string{what, keys, made, notes}
-	want := []string{
-		"compensate 5,000 JPY: applied\ncompensate 5,000 JPY: refused",
-		"order-1002:charge:compensate:ch_2B\norder-1002:charge:compensate:ch_2C",
-		"re_2B\n—",
-		"—\nthe provider refused: key reused with other parameters",
-	}
+	got := actionLines(&r.Discrepancies[1], 0) // two refunds of a JPY duplicate
+	want := "compensate 5,000 JPY: applied\ncompensate 5,000 JPY: refused"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("actionLines (-want +got):\n%s", diff)
 	}
@@ -420,4 +423,16 @@ func TestActionLinesLineUp(t *testing.T) {
 			t.Errorf("groupThousands(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// classOf is the class the Summary names name.
+func classOf(t *testing.T, name string) string {
+	t.Helper()
+	for _, c := range reconcile.Classes {
+		if className(c) == name {
+			return string(c)
+		}
+	}
+	t.Fatalf("the Summary names a class %q that is none", name)
+	return ""
 }
