@@ -3,6 +3,7 @@ package ingest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -33,10 +34,12 @@ type Sink interface {
 
 // Total is the count and signed gross sum of one currency and kind.
 type Total struct {
+	Provider    string         `json:"provider"`
 	Currency    string         `json:"currency"`
 	Kind        reconcile.Kind `json:"kind"`
 	Count       int            `json:"count"`
 	AmountMinor int64          `json:"amount_minor"`
+	FeeMinor    int64          `json:"fee_minor,omitempty"` // the fees, positive as a cost; 0 where the input gives none
 	// Overflow is set when the sum went past int64: AmountMinor is then
 	// the bound it saturated at, never a wrapped total.
 	Overflow bool `json:"overflow,omitempty"`
@@ -248,8 +251,8 @@ func (p *Progress) row() {
 }
 
 type totalKey struct {
-	cur  string
-	kind reconcile.Kind
+	provider, cur string
+	kind          reconcile.Kind
 }
 
 // countingSink accounts for every row a parser reports, sets provenance,
@@ -294,12 +297,13 @@ func (s *countingSink) Evidence(e *reconcile.Evidence) error {
 	s.prog.row()
 	s.in.Evidence++
 	e.URI, e.Webhook = s.uri, s.webhook
-	k := totalKey{e.Amount.Currency, e.Kind}
+	k := totalKey{e.Provider, e.Amount.Currency, e.Kind}
 	t := s.totals[k]
 	if t == nil {
-		t = &Total{Currency: k.cur, Kind: k.kind}
+		t = &Total{Provider: k.provider, Currency: k.cur, Kind: k.kind}
 		s.totals[k] = t
 	}
+	t.FeeMinor, _ = reconcile.AddMinor(t.FeeMinor, e.Fee)
 	t.Count++
 	var ok bool
 	if t.AmountMinor, ok = reconcile.AddMinor(t.AmountMinor, e.Amount.Minor); !ok {
@@ -336,10 +340,8 @@ func (s *countingSink) sortedTotals() []Total {
 		out = append(out, *t)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Currency != out[j].Currency {
-			return out[i].Currency < out[j].Currency
-		}
-		return out[i].Kind < out[j].Kind
+		return cmp.Or(cmp.Compare(out[i].Currency, out[j].Currency), cmp.Compare(out[i].Kind, out[j].Kind),
+			cmp.Compare(out[i].Provider, out[j].Provider)) < 0
 	})
 	return out
 }

@@ -93,9 +93,9 @@ func TestReadAccountsForEveryRow(t *testing.T) {
 		t.Errorf("rows %d != evidence + rejected + ignored", in.Rows)
 	}
 	want := []ingest.Total{
-		{Currency: "EUR", Kind: reconcile.KindCharge, Count: 2, AmountMinor: 15200},
-		{Currency: "EUR", Kind: reconcile.KindFee, Count: 1, AmountMinor: -50},
-		{Currency: "EUR", Kind: reconcile.KindRefund, Count: 1, AmountMinor: -1000},
+		{Provider: "stripe", Currency: "EUR", Kind: reconcile.KindCharge, Count: 2, AmountMinor: 15200, FeeMinor: 456},
+		{Provider: "stripe", Currency: "EUR", Kind: reconcile.KindFee, Count: 1, AmountMinor: -50},
+		{Provider: "stripe", Currency: "EUR", Kind: reconcile.KindRefund, Count: 1, AmountMinor: -1000},
 	}
 	if diff := cmp.Diff(want, in.Totals); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)

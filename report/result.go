@@ -30,10 +30,27 @@ type Result struct {
 	Orphans []Orphan `json:"orphans"`
 	// AtRisk and Repaired are MoneyAtRisk and MoneyRepaired, in minor
 	// units per currency, as the run ended.
-	AtRisk     map[string]int64 `json:"money_at_risk"`
-	Repaired   map[string]int64 `json:"money_repaired"`
-	StartedAt  time.Time        `json:"started_at"`
-	FinishedAt time.Time        `json:"finished_at"`
+	AtRisk   map[string]int64 `json:"money_at_risk"`
+	Repaired map[string]int64 `json:"money_repaired"`
+	// Confirmed is the money of the effects this run confirmed, per
+	// provider and currency.
+	Confirmed  []Volume  `json:"confirmed,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Volume is a count and a sum of money in one provider's minor units of
+// one currency: the confirmed effects of a run, or the evidence of one kind
+// an input gave.
+type Volume struct {
+	Provider string         `json:"provider"` // whose minor units AmountMinor and FeeMinor are in
+	Currency string         `json:"currency"` // upper case
+	Kind     reconcile.Kind `json:"kind,omitempty"`
+	Count    int            `json:"count"`
+	// AmountMinor is the signed gross; FeeMinor the fees, positive as a
+	// cost, 0 where the input gives none.
+	AmountMinor int64 `json:"amount_minor"`
+	FeeMinor    int64 `json:"fee_minor,omitempty"`
 }
 
 // Input is one input's account.
@@ -45,6 +62,9 @@ type Input struct {
 	Rejected        int    `json:"rejected"`
 	Ignored         int    `json:"ignored"`
 	AlreadyIngested bool   `json:"already_ingested,omitempty"`
+	// Totals are the evidence the input gave per provider, currency and
+	// kind: for the tie-out to the payout and the bank statement.
+	Totals []Volume `json:"totals,omitempty"`
 }
 
 // Discrepancy is one finding: an effect's class other than confirmed, or an

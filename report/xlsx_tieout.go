@@ -15,32 +15,13 @@ import (
 // risk, the volume that did reconcile, and the totals of every input to
 // tie out to the payout and the bank statement.
 
-// Volume is a count and a sum of money in one provider's minor units of
-// one currency: the confirmed effects of a run, or the evidence of one kind
-// an input gave.
-type Volume struct {
-	Provider string         `json:"provider"` // whose minor units AmountMinor and FeeMinor are in
-	Currency string         `json:"currency"` // upper case
-	Kind     reconcile.Kind `json:"kind,omitempty"`
-	Count    int            `json:"count"`
-	// AmountMinor is the signed gross; FeeMinor the fees, positive as a
-	// cost, 0 where the input gives none.
-	AmountMinor int64 `json:"amount_minor"`
-	FeeMinor    int64 `json:"fee_minor,omitempty"`
-}
-
 // confirmedVolumes is the money of r's confirmed effects per provider and
-// currency. The result does not carry it (Counts has the count alone);
-// when it does, as a field Confirmed []Volume of Result, this returns it,
-// and the Summary shows it. A variable, so that a test can give it.
-var confirmedVolumes = func(*Result) []Volume { return nil }
-
-// inputTotals is the evidence an input gave per currency and kind, with
-// its gross and fees. report.Input does not carry it (ingest.Input.Totals
-// has count and gross, no fees); when it does, as a field Totals []Volume
-// of Input, this returns it, and the Summary shows it. A variable, so that
-// a test can give it.
-var inputTotals = func(*Input) []Volume { return nil }
+// currency, and inputTotals the evidence an input gave per provider,
+// currency and kind. Variables, so that a test can give them.
+var (
+	confirmedVolumes = func(r *Result) []Volume { return r.Confirmed }
+	inputTotals      = func(in *Input) []Volume { return in.Totals }
+)
 
 // verdict is what the Summary says first: whether the run needs a person
 // (r.NeedsPerson, which decides the exit status) and why, in words.

@@ -11,6 +11,7 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/matcher"
+	"reconcile/report"
 )
 
 // partitionMatch classifies a run one partition at a time. Confirmed
@@ -23,6 +24,7 @@ type partitionMatch struct {
 	created    map[string]time.Time // when each kept finding's effect was created
 	since      map[string]time.Time // when an earlier run first found a kept finding's effect in the class it has now
 	confirmed  int
+	volume     map[volumeKey]*report.Volume // confirmed money per provider, currency and kind
 	outOfScope int
 	done       atomic.Int64 // partitions matched, for the progress line
 	count      atomic.Int64
@@ -64,6 +66,10 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	for i := range ds {
 		d := &ds[i]
 		j, isEffect := byKey[d.EffectKey]
+		if d.Class == reconcile.Confirmed && isEffect {
+			kind, _ := matcher.ExpectedKind(in.Effects[j].Step)
+			m.addVolume(d, kind)
+		}
 		if d.Class == reconcile.Confirmed && isEffect && !matcher.IsCompensation(&in.Effects[j]) {
 			m.confirmed++
 			e := &part.Effects[j]
@@ -134,5 +140,42 @@ func onlyThisRunsUnexpected(ds []reconcile.Discrepancy, evidence []reconcile.Evi
 			out = append(out, d)
 		}
 	}
+	return out
+}
+
+type volumeKey struct {
+	provider, currency string
+	kind               reconcile.Kind
+}
+
+// addVolume counts a confirmed effect's money, for the tie-out: money in
+// for a charge, out for a refund or payout, as the providers' totals sign it.
+func (m *partitionMatch) addVolume(d *reconcile.Discrepancy, kind reconcile.Kind) {
+	if m.volume == nil {
+		m.volume = map[volumeKey]*report.Volume{}
+	}
+	k := volumeKey{d.Provider, d.Currency, kind}
+	v := m.volume[k]
+	if v == nil {
+		v = &report.Volume{Provider: d.Provider, Currency: d.Currency, Kind: kind}
+		m.volume[k] = v
+	}
+	amount := d.ObservedMinor
+	if kind != reconcile.KindCharge {
+		amount = -amount
+	}
+	v.Count++
+	v.AmountMinor, _ = reconcile.AddMinor(v.AmountMinor, amount)
+}
+
+// volumes returns the confirmed money, by provider and currency.
+func (m *partitionMatch) volumes() []report.Volume {
+	out := make([]report.Volume, 0, len(m.volume))
+	for _, v := range m.volume {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b report.Volume) int {
+		return cmp.Or(strings.Compare(a.Provider, b.Provider), strings.Compare(a.Currency, b.Currency), strings.Compare(string(a.Kind), string(b.Kind)))
+	})
 	return out
 }

@@ -288,6 +288,10 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 		out.sourceIDs[i] = id
 		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
 			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested}
+		for _, t := range in.Totals {
+			out.inputs[i].Totals = append(out.inputs[i].Totals, report.Volume{Provider: t.Provider, Currency: t.Currency, Kind: t.Kind,
+				Count: t.Count, AmountMinor: t.AmountMinor, FeeMinor: t.FeeMinor})
+		}
 	}
 	out.rejected, out.unlisted = rejected.listed()
 	return out, nil
@@ -397,7 +401,7 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	}
 	acted, m.created, m.since = nil, nil, nil
 	res.OutOfScope = m.outOfScope
-	res.AtRisk, res.Repaired = res.MoneyAtRisk(), res.MoneyRepaired()
+	res.AtRisk, res.Repaired, res.Confirmed = res.MoneyAtRisk(), res.MoneyRepaired(), m.volumes()
 	res.FinishedAt = time.Now().UTC()
 	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "records", sum.Records, "effects", sum.Effects,
 		"partitions", sum.Partitions, "confirmed_now", sum.Confirmed)
