@@ -1,11 +1,14 @@
 package report
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"reconcile"
 )
@@ -16,7 +19,10 @@ const maxListed = 25
 // Summary writes the summary for people: inputs, counts and money per class
 // and currency, and the actions. Text from inputs and the ledger goes
 // through Printable: an id or a file name cannot draw on the terminal.
-func Summary(w io.Writer, r *Result) {
+func Summary(out io.Writer, r *Result) {
+	var buf bytes.Buffer
+	w := &buf
+	defer func() { writeTrimmed(out, buf.Bytes()) }()
 	p := Printable
 	mode := "plan only: nothing was changed outside the ledger"
 	if r.Applied {
@@ -34,28 +40,35 @@ func Summary(w io.Writer, r *Result) {
 	}
 	tw.Flush()
 
-	type key struct {
-		class reconcile.Class
-		cur   string
-	}
-	money := map[key]int64{}
+	money := map[reconcile.Class]map[string]int64{}
+	open := 0 // findings first found by an earlier run
 	for _, d := range r.Discrepancies {
-		money[key{d.Class, d.Currency}], _ = reconcile.AddMinor(money[key{d.Class, d.Currency}], d.Money())
+		m := d.Money()
+		if d.Class == reconcile.Duplicated {
+			m = d.ObservedMinor - d.ExpectedMinor // the extra money, not the gross of every transaction
+		}
+		if money[d.Class] == nil {
+			money[d.Class] = map[string]int64{}
+		}
+		money[d.Class][d.Currency], _ = reconcile.AddMinor(money[d.Class][d.Currency], m)
+		if !d.FirstFound.IsZero() && d.FirstFound.Before(r.StartedAt) {
+			open++
+		}
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "CLASS\tCOUNT\tMONEY\t")
 	for _, c := range reconcile.Classes {
-		var amounts []string
-		for k, v := range money {
-			if k.class == c {
-				amounts = append(amounts, p(reconcile.Money{Minor: v, Currency: k.cur}.String()))
-			}
-		}
-		sort.Strings(amounts)
-		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", c, r.Counts[string(c)], strings.Join(amounts, ", "))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", c, r.Counts[string(c)], amounts(money[c]))
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "money at risk: %s\n", cmp.Or(amounts(r.MoneyAtRisk()), "none"))
+	if repaired := amounts(r.MoneyRepaired()); repaired != "" {
+		fmt.Fprintf(w, "repaired by this run, awaiting the provider's report: %s\n", repaired)
+	}
+	if open > 0 {
+		fmt.Fprintf(w, "%d findings still open from earlier runs (first_found in the JSON result)\n", open)
+	}
 	if r.OutOfScope > 0 {
 		fmt.Fprintf(w, "out of scope: %d effects (no evidence of their kind in these inputs)\n", r.OutOfScope)
 	}
@@ -69,9 +82,9 @@ func Summary(w io.Writer, r *Result) {
 			case x.Made != "":
 				line += " -> " + p(x.Made)
 			case x.Note != "" && x.Outcome != reconcile.OutcomePlanned:
-				line += ": " + p(truncate(x.Note, 100))
+				line += ": " + p(x.Note)
 			}
-			acts = append(acts, line)
+			acts = append(acts, truncate(line, maxWidth))
 		}
 	}
 	if len(acts) > 0 {
@@ -91,21 +104,58 @@ func Summary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "\nORPHAN: %s was made by %s (fence %d) after the action moved to %s (fence %d): %s. Check it by hand.\n",
 			p(o.Key), p(o.StaleOwner), o.StaleFence, p(o.CurrentOwner), o.CurrentFence, p(o.StaleResult))
 	}
-	if len(r.Rejected) > 0 {
-		fmt.Fprintf(w, "\n%d rejected rows (see --json for all):\n", len(r.Rejected))
+	if n := len(r.Rejected) + r.RejectedUnlisted; n > 0 {
+		fmt.Fprintf(w, "\n%d rejected rows (the ledger keeps them all):\n", n)
 		for i, x := range r.Rejected {
 			if i == maxListed {
 				fmt.Fprintf(w, "  ...\n")
 				break
 			}
-			fmt.Fprintf(w, "  %s:%d: %s\n", p(x.URI), x.Line, p(x.Reason))
+			fmt.Fprintln(w, truncate(fmt.Sprintf("  %s:%d: %s", p(x.URI), x.Line, p(x.Reason)), maxWidth))
 		}
 	}
 }
 
+// maxWidth is how many columns a line of the summary may take.
+const maxWidth = 160
+
+// truncate cuts s to n characters, marking the cut.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	r := []rune(s)
+	return string(r[:n-3]) + "..."
+}
+
+// amounts writes money per currency for people, in currency order, with
+// thousands separators, leaving out what is zero: "1,234.50 EUR, 20.00 USD".
+func amounts(byCur map[string]int64) string {
+	curs := make([]string, 0, len(byCur))
+	for c, v := range byCur {
+		if v != 0 {
+			curs = append(curs, c)
+		}
+	}
+	sort.Strings(curs)
+	out := make([]string, 0, len(curs))
+	for _, c := range curs {
+		exp, err := reconcile.Exponent("", c)
+		if err != nil {
+			out = append(out, Printable(reconcile.Money{Minor: byCur[c], Currency: c}.String()))
+			continue
+		}
+		out = append(out, groupThousands(reconcile.FormatMinor(byCur[c], exp))+" "+Printable(c))
+	}
+	return strings.Join(out, ", ")
+}
+
+// writeTrimmed writes text without the spaces that pad the ends of lines
+// (tabwriter pads every cell, the last of a line too).
+func writeTrimmed(w io.Writer, text []byte) {
+	lines := bytes.Split(text, []byte("\n"))
+	for i := range lines {
+		lines[i] = bytes.TrimRight(lines[i], " ")
+	}
+	w.Write(bytes.Join(lines, []byte("\n")))
 }
