@@ -62,7 +62,7 @@ func (r *receiver) got() []map[string]any {
 
 func raiser(t *testing.T, store ledgerdb.Store, r *receiver) *escalate.Raiser {
 	return &escalate.Raiser{Store: store, Owner: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Pager: &escalate.PagerDuty{URL: r.srv.URL + "/v2/enqueue", RoutingKey: "R0UTING", Source: "host-1"}}
+		Pager: &escalate.PagerDuty{URL: r.srv.URL + "/v2/enqueue", RoutingKey: "R0UTING", Source: "host-1"}, Retry: quick}
 }
 
 func params(run string) *ledgerdb.EscalateParams {
@@ -118,7 +118,7 @@ func TestConcurrentReplicasPageOnce(t *testing.T) {
 func TestFailedPageIsRetriedByTheNextRun(t *testing.T) {
 	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
 		r := newReceiver(t)
-		r.fail.Store(1)
+		r.fail.Store(int32(quick.Attempts)) // every try of the first run
 		store := l.Open(t, nil)
 		ctx := context.Background()
 		esc, err := raiser(t, store, r).Raise(ctx, params("rec_1"))
@@ -185,7 +185,7 @@ func TestWebhookAndLogPagers(t *testing.T) {
 	}))
 	defer srv.Close()
 	esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.Mismatched, Reason: "moved price", Status: reconcile.EscalationOpen}
-	if err := (&escalate.Webhook{URL: srv.URL}).Trigger(context.Background(), esc); err != nil {
+	if err := (&escalate.Webhook{URL: srv.URL}).Trigger(context.Background(), &escalate.Page{Escalation: esc}); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {
@@ -198,7 +198,7 @@ func TestWebhookAndLogPagers(t *testing.T) {
 		t.Errorf("webhook body %s (%v), want a trigger of %s", got, err, esc.Key)
 	}
 	var buf bytes.Buffer
-	if err := (&escalate.Log{W: &buf}).Trigger(context.Background(), esc); err != nil {
+	if err := (&escalate.Log{W: &buf}).Trigger(context.Background(), &escalate.Page{Escalation: esc}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), `"key":"k:escalate:mismatched"`) || !strings.HasSuffix(buf.String(), "\n") {
@@ -209,7 +209,7 @@ func TestWebhookAndLogPagers(t *testing.T) {
 func TestPagerErrorsDoNotLeakTheURLSecret(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { http.Error(w, "nope", http.StatusForbidden) }))
 	defer srv.Close()
-	err := (&escalate.Webhook{URL: srv.URL + "/hook?token=s3cret"}).Trigger(context.Background(), &reconcile.Escalation{Key: "k"})
+	err := (&escalate.Webhook{URL: srv.URL + "/hook?token=s3cret"}).Trigger(context.Background(), &escalate.Page{Escalation: &reconcile.Escalation{Key: "k"}})
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "403") {
 		t.Errorf("err = %v, want the 403 without the token", err)
 	}

@@ -64,8 +64,11 @@ func TestPagerErrorsHideTheRequestsSecrets(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, tc := range tests {
+		trigger := func(ctx context.Context, e *reconcile.Escalation) error {
+			return tc.pager.Trigger(ctx, &escalate.Page{Escalation: e})
+		}
 		for name, call := range map[string]func(context.Context, *reconcile.Escalation) error{
-			"Trigger": tc.pager.Trigger, "Acknowledge": tc.pager.Acknowledge, "Resolve": tc.pager.Resolve,
+			"Trigger": trigger, "Acknowledge": tc.pager.Acknowledge, "Resolve": tc.pager.Resolve,
 		} {
 			err := call(ctx, esc)
 			if err == nil {

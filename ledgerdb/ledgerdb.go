@@ -154,6 +154,10 @@ type Store interface {
 	FinishRun(ctx context.Context, p *FinishRunParams) (*reconcile.Run, error)
 	// Run returns one run, or reconcile.ErrNotFound.
 	Run(ctx context.Context, id string) (*reconcile.Run, error)
+	// Runs lists the latest runs, newest first (by start time, then id),
+	// without their results: Run reads one. At most p.Limit of them (0:
+	// all), and only those with p.Status when it is set.
+	Runs(ctx context.Context, p *RunsParams) ([]reconcile.Run, error)
 
 	// Migrate applies every pending migration, in order, in one transaction,
 	// and returns those it applied: none the second time. Two processes that
@@ -260,6 +264,12 @@ type FinishRunParams struct {
 	ID     string
 	Status reconcile.RunStatus // succeeded or failed
 	Result json.RawMessage
+}
+
+// RunsParams filter Runs.
+type RunsParams struct {
+	Limit  int                 // at most this many; 0: all
+	Status reconcile.RunStatus // only runs with this status; empty: any
 }
 
 // LinkParams name effects by key and by provider id.

@@ -16,7 +16,8 @@ import (
 
 // Metrics builds the run's metrics, in a registry of their own: what it
 // read, what it found per class, the money at risk per currency, the
-// actions by kind and outcome, the escalations and orphans, how long it
+// actions by kind and outcome, the escalations, the pages the pager did
+// not take and the orphans, how long it
 // took and, when it succeeded, when. A run succeeded when it finished:
 // FinishedAt is set.
 func Metrics(r *Result) *prometheus.Registry {
@@ -68,7 +69,8 @@ func Metrics(r *Result) *prometheus.Registry {
 			}
 		}
 	}
-	gauge("escalations", "Escalate actions of the last run: findings handed to a person.", float64(escalations))
+	gauge("escalations", "Escalate actions of the last run: findings handed to a person, paged or not (see reconcile_pages_failed).", float64(escalations))
+	gauge("pages_failed", "Pages the pager did not take in the last run, after retries: the next run sends them again.", float64(len(r.PagesFailed)))
 	gauge("orphans", "Effects made by an owner that had lost its claim, found by the last run.", float64(len(r.Orphans)))
 	applied := 0.0
 	if r.Applied {

@@ -54,7 +54,7 @@ func wantMetrics(r *Result) map[string]float64 {
 		`reconcile_actions{kind="compensate",outcome="applied"}`: 2, `reconcile_actions{kind="compensate",outcome="refused"}`: 1,
 		`reconcile_actions{kind="redeliver",outcome="applied"}`: 1, `reconcile_actions{kind="redeliver",outcome="planned"}`: 1,
 		`reconcile_actions{kind="redeliver",outcome="deferred"}`: 1, `reconcile_actions{kind="escalate",outcome="escalated"}`: 2,
-		"reconcile_escalations": 2, "reconcile_orphans": 1, "reconcile_run_applied": 1,
+		"reconcile_escalations": 2, "reconcile_pages_failed": 0, "reconcile_orphans": 1, "reconcile_run_applied": 1,
 		"reconcile_run_duration_seconds": 83.25, "reconcile_last_success_timestamp_seconds": float64(r.FinishedAt.UnixNano()) / 1e9,
 	}
 }

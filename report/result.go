@@ -37,6 +37,23 @@ type Result struct {
 	Confirmed  []Volume  `json:"confirmed,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
+	// PagesFailed are the pages the pager did not take within the run,
+	// after its retries: the escalations are recorded, not paged, and the
+	// next run sends them again. Any makes the run exit 1.
+	PagesFailed []PageFailure `json:"pages_failed,omitempty"`
+	// Skipped is set when the run did nothing because another run holds
+	// the ledger's run lease: LeaseHolder, until LeaseUntil.
+	Skipped     bool      `json:"skipped,omitempty"`
+	LeaseHolder string    `json:"lease_holder,omitempty"`
+	LeaseUntil  time.Time `json:"lease_until,omitzero"`
+}
+
+// PageFailure is a page the pager did not take.
+type PageFailure struct {
+	Key     string `json:"key"` // the escalation's key, the page's dedup key
+	Subject string `json:"subject"`
+	Class   string `json:"class"`
+	Error   string `json:"error"` // what the pager answered, without secrets
 }
 
 // Volume is a count and a sum of money in one provider's minor units of

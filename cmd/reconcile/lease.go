@@ -8,6 +8,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/report"
 )
 
 // runLeaseKey is the claim that one run at a time holds on a ledger.
@@ -29,25 +30,25 @@ type runLease struct {
 
 // takeRunLease takes the run lease for ttl, renewed at a third of that
 // while the run works, so a run that dies frees the ledger within ttl. It
-// returns nil when another run holds the lease; that is logged, and the
-// caller skips its run.
-func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, ttl time.Duration, log *slog.Logger) (*runLease, error) {
+// returns a nil lease and the holder's claim when another run holds the
+// lease; that is logged, and the caller skips its run.
+func takeRunLease(ctx context.Context, store ledgerdb.Store, owner string, ttl time.Duration, log *slog.Logger) (*runLease, *reconcile.Claim, error) {
 	if ttl <= 0 {
-		return nil, fmt.Errorf("run lease of %s: a lease needs a deadline", ttl)
+		return nil, nil, fmt.Errorf("run lease of %s: a lease needs a deadline", ttl)
 	}
 	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: runLeaseKey, Owner: owner, TTL: ttl})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.Outcome != reconcile.Claimed {
 		log.Warn("another run holds the ledger's run lease: this run is skipped", "holder", c.Claim.Owner,
 			"until", c.Claim.LeaseUntil.Format(time.RFC3339))
-		return nil, nil
+		return nil, &c.Claim, nil
 	}
 	l := &runLease{store: store, owner: owner, fence: c.Claim.Fence, ttl: ttl, stopped: make(chan struct{}), log: log}
 	l.ctx, l.cancel = context.WithCancel(ctx)
 	go l.renew()
-	return l, nil
+	return l, nil, nil
 }
 
 func (l *runLease) renew() {
@@ -83,4 +84,25 @@ func (l *runLease) release() {
 	if _, err := l.store.Settle(ctx, &ledgerdb.SettleParams{Key: runLeaseKey, Fence: l.fence, Owner: l.owner, Error: "released"}); err != nil {
 		l.log.Warn("run lease not released; it expires by itself", "err", err, "within", l.ttl)
 	}
+}
+
+// skipped ends a run that another run's lease keeps out of the ledger
+// (takeRunLease has logged it). When the run was asked for --json FILE, it
+// writes there a result that says so (no findings, "skipped": true, who
+// holds the lease and until when), so that an older result in FILE is not
+// taken for this run's. Standard output stays empty, as scripts that read
+// `--json -` expect of a skipped run. Nothing else is written: the run
+// that holds the lease writes its own spreadsheet and metrics.
+func (a *app) skipped(f *outputFlags, runID string, holder *reconcile.Claim) error {
+	if f.jsonPath == "" || f.jsonPath == "-" {
+		return nil
+	}
+	now := time.Now().UTC()
+	res := &report.Result{RunID: runID, Counts: map[string]int{}, Inputs: []report.Input{}, Discrepancies: []report.Discrepancy{},
+		Rejected: []report.Rejected{}, Orphans: []report.Orphan{}, AtRisk: map[string]int64{}, Repaired: map[string]int64{},
+		StartedAt: now, FinishedAt: now, Skipped: true, LeaseHolder: holder.Owner, LeaseUntil: holder.LeaseUntil}
+	for _, c := range reconcile.Classes {
+		res.Counts[string(c)] = 0
+	}
+	return a.writeResult(f.jsonPath, res)
 }

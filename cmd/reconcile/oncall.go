@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +25,31 @@ type showResult struct {
 	Evidence      []reconcile.Evidence   `json:"evidence"`
 	Claims        []reconcile.Claim      `json:"actions"`
 	Compensations []reconcile.Effect     `json:"compensations"`
-	Escalations   []reconcile.Escalation `json:"escalations"`
+	Escalations   []escalationView       `json:"escalations"`
 	History       []ledgerdb.RunFinding  `json:"history"`
+}
+
+// escalationView is an escalation as the on-call commands show it: as the
+// ledger holds it, and why its page failed when the pager did not take it
+// (PagedAt is then unset; the next run with --apply sends it again).
+type escalationView struct {
+	reconcile.Escalation
+	PageFailed bool   `json:"page_failed,omitempty"`
+	PageError  string `json:"page_error,omitempty"`
+}
+
+// withPages gives each escalation its page's failure, if any.
+func withPages(ctx context.Context, store ledgerdb.Store, es []reconcile.Escalation) ([]escalationView, error) {
+	failed, err := escalate.PageErrors(ctx, store, es)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]escalationView, len(es))
+	for i, e := range es {
+		msg, ok := failed[e.Key]
+		out[i] = escalationView{Escalation: e, PageFailed: ok, PageError: msg}
+	}
+	return out, nil
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -76,7 +100,11 @@ Example:
 					res.Compensations = append(res.Compensations, *e)
 				}
 			}
-			if res.Escalations, err = store.Escalations(ctx, &ledgerdb.EscalationsParams{Subject: key}); err != nil {
+			es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Subject: key})
+			if err != nil {
+				return err
+			}
+			if res.Escalations, err = withPages(ctx, store, es); err != nil {
 				return err
 			}
 			if res.History, err = store.EffectFindings(ctx, key); err != nil {
@@ -180,7 +208,9 @@ func stamp(t time.Time) string {
 }
 
 // printEscalations writes the escalations table, its text made Printable.
-func printEscalations(tw io.Writer, es []reconcile.Escalation) {
+// A page the pager did not take reads "FAILED", with the pager's answer
+// under the reason.
+func printEscalations(tw io.Writer, es []escalationView) {
 	p := report.Printable
 	fmt.Fprintln(tw, "  OPENED\tSTATUS\tCLASS\tSUBJECT\tPAGED\tREASON\t")
 	for _, e := range es {
@@ -191,7 +221,14 @@ func printEscalations(tw io.Writer, es []reconcile.Escalation) {
 		case reconcile.EscalationAcknowledged:
 			status += " by " + e.AcknowledgedBy
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), p(status), p(string(e.Class)), p(e.Subject), stamp(e.PagedAt), p(e.Reason))
+		paged := stamp(e.PagedAt)
+		if e.PageFailed {
+			paged = "FAILED"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), p(status), p(string(e.Class)), p(e.Subject), paged, p(e.Reason))
+		if e.PageFailed {
+			fmt.Fprintf(tw, "  \t\t\t\t\tpage failed: %s; the next run with --apply sends it again\t\n", p(e.PageError))
+		}
 	}
 }
 
@@ -206,7 +243,8 @@ func (a *app) escalationsCommand() *cobra.Command {
 		Short: "List the escalations a person has to look at",
 		Long: `escalations lists what the job handed to a person and is not resolved yet: compensations in
 doubt, mismatched effects, refused actions, unexpected money above the threshold, runs held back
-by the blast-radius limits. --ack KEY records that you took one in hand (and acknowledges the
+by the blast-radius limits. An escalation whose page the pager did not take reads FAILED in the
+PAGED column, with the pager's answer; the next run with --apply sends it again. --ack KEY records that you took one in hand (and acknowledges the
 page); close it with ` + "`reconcile resolve`" + `.
 
 Example:
@@ -232,14 +270,15 @@ Example:
 				fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", report.Printable(e.Key), report.Printable(e.AcknowledgedBy), stamp(e.AcknowledgedAt))
 				return (&escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}).Acknowledged(ctx, e)
 			}
-			es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
+			list, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
+			if err != nil {
+				return err
+			}
+			es, err := withPages(ctx, store, list)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if es == nil {
-					es = []reconcile.Escalation{}
-				}
 				return writeJSONTo(a.stdout, es)
 			}
 			if len(es) == 0 {
@@ -248,7 +287,13 @@ Example:
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			printEscalations(tw, es)
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if n := countFailed(es); n > 0 {
+				fmt.Fprintf(a.stdout, "%d pages were not delivered: the pager did not take them (see above); check --pager-url and the routing key\n", n)
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
@@ -316,4 +361,14 @@ Example:
 	pager.addPager(cmd)
 	a.addLedgerFlag(cmd)
 	return cmd
+}
+
+func countFailed(es []escalationView) int {
+	n := 0
+	for _, e := range es {
+		if e.PageFailed {
+			n++
+		}
+	}
+	return n
 }

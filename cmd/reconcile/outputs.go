@@ -101,18 +101,23 @@ func (a *app) exportCommand() *cobra.Command {
 		out   outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "export --run ID --xlsx FILE",
+		Use:   "export --run ID|latest --xlsx FILE",
 		Short: "Write the spreadsheet (or JSON result) of an earlier run",
 		Long: `export writes what an earlier run found, as recorded in the ledger: the discrepancy spreadsheet
 for finance (--xlsx), the JSON result (--json) and the run's metrics. The run's findings are as they were
-recorded; the escalations are those open now.
+recorded; the escalations are those open now. --run latest takes the newest run that finished
+(see ` + "`reconcile runs`" + `).
 
 Example:
-  reconcile export --run rec_20261129T043000Z_1f2e3d --xlsx november-29.xlsx --ledger postgres://reconcile@db/payments`,
+  reconcile export --run rec_20261129T043000Z_1f2e3d --xlsx november-29.xlsx --ledger postgres://reconcile@db/payments
+  reconcile export --run latest --json last-night.json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runID == "" || (out.xlsxPath == "" && out.jsonPath == "" && out.metricsFile == "" && out.metricsPush == "") {
 				return usageError("export needs --run ID and at least one of --xlsx, --json, --metrics-file, --metrics-push")
+			}
+			if err := out.checkOverwrite(nil); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
@@ -120,6 +125,11 @@ Example:
 				return err
 			}
 			defer store.Close()
+			if runID == "latest" {
+				if runID, err = latestRun(ctx, store); err != nil {
+					return err
+				}
+			}
 			run, err := store.Run(ctx, runID)
 			if errors.Is(err, reconcile.ErrNotFound) {
 				return usageError("no run %q in the ledger", runID)
@@ -137,7 +147,7 @@ Example:
 			return a.writeOutputs(ctx, store, &out, &res)
 		},
 	}
-	cmd.Flags().StringVar(&runID, "run", "", "the run's id, as the summary and the JSON result name it")
+	cmd.Flags().StringVar(&runID, "run", "", "the run's id, as the summary, the JSON result and `reconcile runs` name it; latest: the newest run that finished")
 	out.add(cmd)
 	a.addLedgerFlag(cmd)
 	return cmd

@@ -132,7 +132,7 @@ Environment (each is the fallback of a flag; secrets are only read from the envi
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(a.migrateCommand(), a.ingestCommand(), a.runCommand(), a.exportCommand(), a.showCommand(), a.escalationsCommand(), a.resolveCommand(),
+	root.AddCommand(a.migrateCommand(), a.ingestCommand(), a.runCommand(), a.exportCommand(), a.runsCommand(), a.showCommand(), a.escalationsCommand(), a.resolveCommand(),
 		a.scheduleCommand(), a.sandboxCommand(), a.benchCommand(), a.demoCommand(), a.versionCommand())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}

@@ -34,6 +34,7 @@ type runFlags struct {
 	lag      time.Duration
 	apply    bool
 	out      outputFlags
+	page     pageFlags
 	runLease bool
 	slot     string // the schedule's slot, when a schedule started the run
 }
@@ -47,6 +48,7 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
 	fl.BoolVar(&f.runLease, "run-lease", true, "take the ledger's run lease, so that overlapping runs (cron and an ad hoc run, two replicas) skip instead of running at once; actions are claimed one by one either way")
 	f.out.add(cmd)
+	f.page.add(cmd)
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -69,19 +71,31 @@ never failed: the next run looks it up before acting again. What the job must no
 --page-unexpected, a plan above --max-actions or --max-refund) is recorded as an escalation and
 paged once. See ` + "`reconcile escalations`" + `, ` + "`reconcile show`" + ` and ` + "`reconcile resolve`" + `.
 
+Pages are sent once the actions are made: a pager that is slow or down never holds up a refund.
+A page the pager does not take (429, 5xx, a timeout) is tried again, 3 times over at most 30
+seconds; one still not taken, or refused (400: a wrong routing key), is listed in the JSON
+result's pages_failed and by ` + "`reconcile escalations`" + `, makes the run exit 1, and is sent again by
+the next run with --apply. A page is critical when the money at risk of its finding is at least
+--page-critical for its currency, else error.
+
+A run that finds the ledger's run lease held by another run does nothing, says so, and exits 0;
+its --json FILE gets a result with "skipped": true, the lease's holder and until when.
+
 An effect is in scope when it is not yet finally reconciled, or when this run's evidence links to
 it. The cutoff is the end of each provider's evidence (or --as-of) minus --lag: an effect newer
 than the cutoff with no evidence is pending, not missing.
 
-Exit status: 0 reconciled and nothing needs a person; 3 reconciled and something needs a person
-(a mismatched or escalated effect, unexpected money, a refused action); 2 usage error or an
-unreadable input (nothing changed); 1 any other failure.
+Exit status: 0 reconciled and nothing needs a person (or skipped); 3 reconciled and something
+needs a person (a mismatched or escalated effect, unexpected money, a refused action); 2 usage
+error or an unreadable input (nothing changed); 1 any other failure, including a page that could
+not be delivered.
 
 Environment:
   RECONCILE_LEDGER             ledger URL when --ledger is not given
   RECONCILE_STRIPE_URL         --provider-url;  STRIPE_API_KEY  the provider's API key (never printed)
   RECONCILE_PAGER_URL          --pager-url;     RECONCILE_PAGER_ROUTING_KEY  PagerDuty routing key
   RECONCILE_PAGER_WEBHOOK      --pager-webhook
+  RECONCILE_CLIENT_URL         --client-url: the runbook or dashboard a PagerDuty incident links to
   RECONCILE_S3_PATH_STYLE      --s3-path-style; AWS_* and AWS_ENDPOINT_URL_S3 for S3 inputs
 
 Examples:
@@ -144,17 +158,22 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	raiser, err := a.raiser(f, store, ap.Owner)
+	if err != nil {
+		return err
+	}
+	ap.Escalator = raiser
 	pageFrom, err := amounts("--page-unexpected", f.act.pageUnexpected)
 	if err != nil {
 		return err
 	}
 	if f.runLease {
-		lease, err := takeRunLease(ctx, store, ap.Owner, f.act.lease, a.log)
+		lease, holder, err := takeRunLease(ctx, store, ap.Owner, f.act.lease, a.log)
 		if err != nil {
 			return err
 		}
-		if lease == nil {
-			return nil // another run holds it: this one is skipped, and said so
+		if lease == nil { // another run holds it: this one is skipped, and says so
+			return a.skipped(&f.out, runID, holder)
 		}
 		defer lease.release()
 		ctx = lease.ctx
@@ -170,6 +189,16 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	res, err := a.reconcile(ctx, store, runID, in, asOf, f.lag, ap, pageFrom)
+	if err != nil { // a failed run still reports its metrics and failed pages, without a success
+		res = &report.Result{RunID: runID, StartedAt: time.Now().UTC()}
+	}
+	var pageErr error
+	if f.apply { // the actions are made and the findings recorded: now the pages, even when the run failed
+		pageErr = a.pageOpen(ctx, raiser, res, pagerSecrets(&f.act))
+		if err == nil {
+			res.FinishedAt = time.Now().UTC()
+		}
+	}
 	status := reconcile.RunSucceeded
 	var resJSON []byte
 	if err != nil {
@@ -192,19 +221,19 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	a.log.Debug("phase done", "phase", "finish", "elapsed", time.Since(t).Round(time.Millisecond), "result_mb", len(resJSON)>>20)
 	resJSON = nil
 	if err != nil {
-		if res == nil { // a failed run still reports its metrics, without a success
-			res = &report.Result{RunID: runID, StartedAt: time.Now().UTC()}
-		}
 		if merr := a.writeMetrics(context.WithoutCancel(ctx), &f.out, res); merr != nil {
 			a.log.Error("metrics not written", "err", merr)
 		}
-		return err
+		return errors.Join(err, pageErr)
 	}
 	if err := a.writeOutputs(ctx, store, &f.out, res); err != nil {
 		return err
 	}
 	if f.out.jsonPath != "-" {
 		report.Summary(a.stdout, res)
+	}
+	if pageErr != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("run %s: %w", runID, pageErr)}
 	}
 	if res.NeedsPerson() {
 		return &exitError{code: exitPerson, err: fmt.Errorf("run %s: %d mismatched, %d escalated, %d unexpected: a person should look",

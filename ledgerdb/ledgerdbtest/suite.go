@@ -67,6 +67,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"FailedClaimIsClaimableAgain", testFailedReclaim},
 		{"FencesStrictlyIncrease", testFencesIncrease},
 		{"RunsStartAndFinishOnce", testRuns},
+		{"RunsAreListedNewestFirst", testRunsListed},
 		{"IngestWritesRowsAndManifest", testIngestWritesRowsAndManifest},
 		{"IngestSameContentTwiceAddsNothing", testIngestSameContentTwiceAddsNothing},
 		{"IngestFailureRollsBackEverything", testIngestFailureRollsBackEverything},
@@ -645,6 +646,60 @@ func testRuns(e *env) {
 	if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("FinishRun(unknown) error = %v, want ErrNotFound", err)
 	}
+}
+
+// Runs lists the runs newest first, as many as asked, of the status asked,
+// without their results.
+func testRunsListed(e *env) {
+	if runs, err := e.store.Runs(e.ctx, &ledgerdb.RunsParams{}); err != nil || len(runs) != 0 {
+		e.t.Fatalf("Runs of an empty ledger = %v, %v; want none", runs, err)
+	}
+	for _, r := range []struct {
+		id     string
+		status reconcile.RunStatus
+	}{{"run_a", reconcile.RunSucceeded}, {"run_b", reconcile.RunFailed}, {"run_c", reconcile.RunSucceeded}, {"run_d", reconcile.RunRunning}} {
+		if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: r.id, Args: json.RawMessage(`{"apply":true}`)}); err != nil {
+			e.t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		if r.status != reconcile.RunRunning {
+			if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: r.id, Status: r.status, Result: json.RawMessage(`{"run_id":"` + r.id + `"}`)}); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	ids := func(p *ledgerdb.RunsParams) []string {
+		runs, err := e.store.Runs(e.ctx, p)
+		if err != nil {
+			e.t.Fatalf("Runs(%+v): %v", p, err)
+		}
+		var out []string
+		for _, r := range runs {
+			if len(r.Result) != 0 {
+				e.t.Errorf("Runs gives %s with its result %s, want it left out", r.ID, r.Result)
+			}
+			out = append(out, r.ID+" "+string(r.Status))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		p    ledgerdb.RunsParams
+		want []string
+	}{
+		{ledgerdb.RunsParams{}, []string{"run_d running", "run_c succeeded", "run_b failed", "run_a succeeded"}},
+		{ledgerdb.RunsParams{Limit: 2}, []string{"run_d running", "run_c succeeded"}},
+		{ledgerdb.RunsParams{Status: reconcile.RunSucceeded, Limit: 1}, []string{"run_c succeeded"}},
+		{ledgerdb.RunsParams{Status: reconcile.RunFailed}, []string{"run_b failed"}},
+	} {
+		if diff := cmp.Diff(tc.want, ids(&tc.p)); diff != "" {
+			e.t.Errorf("Runs(%+v) (-want +got):\n%s", tc.p, diff)
+		}
+	}
+	runs, _ := e.store.Runs(e.ctx, &ledgerdb.RunsParams{Limit: 1})
+	if len(runs) != 1 || !runs[0].StartedAt.Equal(e.clock.Now().Add(-time.Minute)) || !runs[0].FinishedAt.IsZero() {
+		e.t.Errorf("Runs(limit 1) = %+v; want run_d, started a minute ago, not finished", runs)
+	}
+	jsonEqual(e.t, runs[0].Args, `{"apply":true}`)
 }
 
 // A stale owner settles while the new owner still holds the claim: nothing

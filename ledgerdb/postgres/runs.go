@@ -145,3 +145,31 @@ func copyEscape(ch byte) byte {
 func (s *Store) Run(ctx context.Context, id string) (*reconcile.Run, error) {
 	return scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM run WHERE id = $1`, id))
 }
+
+// Runs implements ledgerdb.Store.
+func (s *Store) Runs(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
+	var limit *int
+	if p.Limit > 0 {
+		limit = &p.Limit
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, status, args, NULL::jsonb, started_at, finished_at FROM run
+		WHERE $1 = '' OR status = $1
+		ORDER BY started_at DESC, id DESC LIMIT $2`, string(p.Status), limit)
+	if err != nil {
+		return nil, fmt.Errorf("runs: %w", err)
+	}
+	defer rows.Close()
+	var out []reconcile.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("runs: %w", err)
+		}
+		out = append(out, *r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("runs: %w", err)
+	}
+	return out, nil
+}

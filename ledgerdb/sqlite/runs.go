@@ -12,7 +12,7 @@ import (
 
 const runCols = `id, status, args, result, started_at, finished_at`
 
-func scanRun(row *sql.Row) (*reconcile.Run, error) {
+func scanRun(row interface{ Scan(...any) error }) (*reconcile.Run, error) {
 	var (
 		r                          reconcile.Run
 		status                     string
@@ -77,4 +77,29 @@ func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 // Run implements ledgerdb.Store.
 func (s *Store) Run(ctx context.Context, id string) (*reconcile.Run, error) {
 	return scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM run WHERE id = ?`, id))
+}
+
+// Runs implements ledgerdb.Store.
+func (s *Store) Runs(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `
+		SELECT id, status, args, NULL, started_at, finished_at FROM run
+		WHERE ? = '' OR status = ?
+		ORDER BY started_at DESC, id DESC LIMIT ?`, string(p.Status), string(p.Status), limit)
+	if err != nil {
+		return nil, fmt.Errorf("runs: %w", err)
+	}
+	defer rows.Close()
+	var out []reconcile.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("runs: %w", err)
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
 }
