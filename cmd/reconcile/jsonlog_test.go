@@ -40,3 +40,35 @@ func TestJSONLogsAreJSONToTheLastLine(t *testing.T) {
 		}
 	}
 }
+
+// Every record of a run names it, and the run ends with one structured
+// record of what it found and how it exits; --findings-exit-code 0 makes
+// "needs a person" exit 0, still said.
+func TestRunRecordsNameTheRunAndEndWithItsVerdict(t *testing.T) {
+	ledger := migratedSQLite(t)
+	report := writeFile(t, "itemized.csv", "balance_transaction_id,created_utc,source_id,reporting_category,currency,gross,fee,net\n"+
+		"txn_1,2026-11-01 10:00:00,ch_u,charge,eur,50.00,0.00,50.00\n")
+	code, _, errOut := reconcileCmd(t, "--log-format", "json", "run", "--findings-exit-code", "0", "--ledger", ledger, report)
+	if code != 0 {
+		t.Errorf("exit %d with --findings-exit-code 0, want 0: %s", code, errOut)
+	}
+	var finished map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not JSON: %q", line)
+		}
+		if rec["run_id"] == nil {
+			t.Errorf("a record without run_id: %q", line)
+		}
+		if rec["msg"] == "run finished" {
+			finished = rec
+		}
+	}
+	if finished == nil || finished["exit"] != float64(0) || finished["needs_person"] != true || finished["counts"] == nil {
+		t.Errorf("run finished record = %v, want counts, needs_person and exit 0", finished)
+	}
+	if code, _, _ := reconcileCmd(t, "run", "--findings-exit-code", "2", "--ledger", ledger, report); code != exitUsage {
+		t.Errorf("--findings-exit-code 2 = exit %d, want a usage error", code)
+	}
+}

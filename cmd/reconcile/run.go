@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,10 @@ type runFlags struct {
 	page     pageFlags
 	runLease bool
 	slot     string // the schedule's slot, when a schedule started the run
+	// findingsExit is the exit status of a run that reconciled and found
+	// something for a person (3); 0 keeps a scheduler that takes any other
+	// status for a failure (a Kubernetes Job) from failing every night.
+	findingsExit int
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {
@@ -49,6 +55,17 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.runLease, "run-lease", true, "take the ledger's run lease, so that overlapping runs (cron and an ad hoc run, two replicas) skip instead of running at once; actions are claimed one by one either way")
 	f.out.add(cmd)
 	f.page.add(cmd)
+	fl.IntVar(&f.findingsExit, "findings-exit-code", envInt("RECONCILE_FINDINGS_EXIT_CODE", exitPerson),
+		"exit status of a run that found something for a person (env RECONCILE_FINDINGS_EXIT_CODE); 0 for a scheduler that calls any other a failure: "+
+			"the findings are still recorded, paged and in the JSON result and metrics")
+}
+
+// envInt reads an integer from the environment, def when unset or not one.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -128,6 +145,9 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err := f.act.checkDurations(); err != nil {
 		return err
 	}
+	if f.findingsExit != exitPerson && f.findingsExit != exitOK {
+		return usageError("--findings-exit-code %d: want 3 (the default) or 0; 1 and 2 mean a failure and a usage error", f.findingsExit)
+	}
 	if f.lag < 0 {
 		return usageError("--lag %s: want a duration of zero or more, such as 24h", f.lag)
 	}
@@ -153,7 +173,9 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	}
 	defer store.Close()
 	runID := newRunID(time.Now())
-	a.log.Info("run starting", "run_id", runID, "ledger", where(loc), "inputs", len(srcs), "apply", f.apply)
+	defer func(log *slog.Logger) { a.log = log }(a.log)
+	a.log = a.log.With("run_id", runID) // on every record of the run
+	a.log.Info("run starting", "ledger", where(loc), "inputs", len(srcs), "apply", f.apply)
 	ap, err := a.applier(&f.act, store, runID, f.apply)
 	if err != nil {
 		return err
@@ -232,12 +254,26 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if f.out.jsonPath != "-" {
 		report.Summary(a.stdout, res)
 	}
+	code := exitOK
+	switch {
+	case pageErr != nil:
+		code = exitFailure
+	case res.NeedsPerson():
+		code = f.findingsExit
+	}
+	a.log.Info("run finished", "counts", res.Counts, "money_at_risk", res.AtRisk, "money_repaired", res.Repaired,
+		"needs_person", res.NeedsPerson(), "exit", code)
 	if pageErr != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("run %s: %w", runID, pageErr)}
 	}
 	if res.NeedsPerson() {
-		return &exitError{code: exitPerson, err: fmt.Errorf("run %s: %d mismatched, %d escalated, %d unexpected: a person should look",
-			runID, res.Counts[string(reconcile.Mismatched)], res.Counts[string(reconcile.Escalated)], res.Counts[string(reconcile.Unexpected)])}
+		err := fmt.Errorf("run %s: %d mismatched, %d escalated, %d unexpected: a person should look",
+			runID, res.Counts[string(reconcile.Mismatched)], res.Counts[string(reconcile.Escalated)], res.Counts[string(reconcile.Unexpected)])
+		if code == exitOK {
+			a.log.Warn(err.Error()) // said, not failed: --findings-exit-code 0
+			return nil
+		}
+		return &exitError{code: code, err: err}
 	}
 	return nil
 }
