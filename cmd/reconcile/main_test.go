@@ -238,3 +238,12 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("reconcile --version = exit %d, %q %q", code, out, errOut)
 	}
 }
+
+// Without $USER (cron, a container) a decision is still signed by the OS
+// user, not "unknown".
+func TestWhoAmIFallsBackToTheOSUser(t *testing.T) {
+	t.Setenv("USER", "")
+	if got := whoami(); got == "" || got == "unknown" {
+		t.Errorf("whoami() = %q, want the OS user", got)
+	}
+}

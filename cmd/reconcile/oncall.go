@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -300,7 +303,7 @@ Example:
 	fl.BoolVar(&all, "all", false, "list resolved escalations too")
 	fl.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fl.StringVar(&ack, "ack", "", "acknowledge the escalation with this key instead of listing")
-	fl.StringVar(&by, "by", envOr("USER", "unknown"), "who acknowledges (default $USER)")
+	fl.StringVar(&by, "by", whoami(), "who acknowledges (default $USER, else the OS user)")
 	pager.addPager(cmd)
 	a.addLedgerFlag(cmd)
 	return cmd
@@ -356,7 +359,7 @@ Example:
 	fl := cmd.Flags()
 	fl.StringVar(&as, "as", "", "the decision: confirmed, abandoned or compensated")
 	fl.StringVar(&note, "note", "", "what was decided and why (required)")
-	fl.StringVar(&by, "by", envOr("USER", "unknown"), "who decided (default $USER)")
+	fl.StringVar(&by, "by", whoami(), "who decided (default $USER, else the OS user)")
 	fl.StringVar(&extID, "external-id", "", "with --as confirmed: the provider's id, to confirm an attempted effect with")
 	pager.addPager(cmd)
 	a.addLedgerFlag(cmd)
@@ -371,4 +374,16 @@ func countFailed(es []escalationView) int {
 		}
 	}
 	return n
+}
+
+// whoami names the person at the keyboard: $USER, else the OS account
+// (cron and containers often have no $USER), else its uid.
+func whoami() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }
