@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +55,7 @@ func withPages(ctx context.Context, store ledgerdb.Store, es []reconcile.Escalat
 }
 
 func (a *app) showCommand() *cobra.Command {
-	var asJSON bool
+	var jsonPath string
 	cmd := &cobra.Command{
 		Use:   "show KEY",
 		Short: "Show one effect: its row, evidence, actions, escalations and history",
@@ -68,6 +67,9 @@ Example:
   reconcile show run_8f3c1a:charge:0 --ledger postgres://reconcile@db/payments`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOverwrite("--json", jsonPath, nil, isOnCallJSON); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
 			if err != nil {
@@ -113,22 +115,20 @@ Example:
 			if res.History, err = store.EffectFindings(ctx, key); err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSONTo(a.stdout, res)
+			if jsonPath != "" {
+				if err := a.writeJSON(jsonPath, showOut(res)); err != nil {
+					return err
+				}
 			}
-			printShow(a.stdout, res)
+			if jsonPath != "-" {
+				printShow(a.stdout, res)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of text")
+	cmd.Flags().StringVar(&jsonPath, "json", "", "also write it as JSON to FILE (- for stdout, which then gets only the JSON)")
 	a.addLedgerFlag(cmd)
 	return cmd
-}
-
-func writeJSONTo(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // printShow writes what the ledger knows of an effect for people. Every
@@ -237,9 +237,9 @@ func printEscalations(tw io.Writer, es []escalationView) {
 
 func (a *app) escalationsCommand() *cobra.Command {
 	var (
-		all, asJSON bool
-		ack, by     string
-		pager       actionFlags
+		all           bool
+		ack, by, path string
+		pager         actionFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "escalations",
@@ -253,9 +253,12 @@ page); close it with ` + "`reconcile resolve`" + `.
 Example:
   reconcile escalations --ledger postgres://reconcile@db/payments
   reconcile escalations --ack run_8f3c1a:charge:0:escalate:mismatched --by ana
-  reconcile escalations --all --json`,
+  reconcile escalations --all --json -`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOverwrite("--json", path, nil, isOnCallJSON); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
 			if err != nil {
@@ -281,8 +284,13 @@ Example:
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSONTo(a.stdout, es)
+			if path != "" {
+				if err := a.writeJSON(path, map[string]any{"escalations": escalationsOut(es)}); err != nil {
+					return err
+				}
+				if path == "-" {
+					return nil
+				}
 			}
 			if len(es) == 0 {
 				fmt.Fprintln(a.stdout, "no open escalations")
@@ -301,7 +309,7 @@ Example:
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&all, "all", false, "list resolved escalations too")
-	fl.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fl.StringVar(&path, "json", "", "also write them as JSON to FILE (- for stdout, which then gets only the JSON)")
 	fl.StringVar(&ack, "ack", "", "acknowledge the escalation with this key instead of listing")
 	fl.StringVar(&by, "by", whoami(), "who acknowledges (default $USER, else the OS user)")
 	pager.addPager(cmd)

@@ -185,10 +185,10 @@ func TestPageRetriedWithinTheRunGoesThrough(t *testing.T) {
 		t.Errorf("trigger = %v; want the routing key, client reconcile, the runbook link, severity critical (EUR 50.00 at risk, limit 40.00)", ev)
 	}
 	w.check()
-	code, out, _ := reconcileCmd(t, "escalations", "--json", "--ledger", w.l.URL)
-	var es []escalationView
-	if err := json.Unmarshal([]byte(out), &es); err != nil || code != 0 || len(es) != 1 || es[0].PagedAt.IsZero() || es[0].PageFailed {
-		t.Errorf("escalations --json = %d, %s (%v); want one escalation, paged", code, out, err)
+	code, out, _ := reconcileCmd(t, "escalations", "--json", "-", "--ledger", w.l.URL)
+	es := onCallEscalations(t, out)
+	if code != 0 || len(es) != 1 || es[0].PagedAt == nil || es[0].PageFailed {
+		t.Errorf("escalations --json = %d, %s; want one escalation, paged", code, out)
 	}
 }
 
@@ -229,11 +229,11 @@ func TestUndeliveredPageFailsTheRunAndTheNextRunSendsIt(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "FAILED") || !strings.Contains(out, "HTTP 400") {
 		t.Errorf("escalations = %d:\n%s\nwant the page shown FAILED with the pager's 400", code, out)
 	}
-	code, out, _ = reconcileCmd(t, "escalations", "--json", "--ledger", w.l.URL)
-	var es []escalationView
-	if err := json.Unmarshal([]byte(out), &es); err != nil || code != 0 || len(es) != 1 || !es[0].PagedAt.IsZero() || !es[0].PageFailed ||
+	code, out, _ = reconcileCmd(t, "escalations", "--json", "-", "--ledger", w.l.URL)
+	es := onCallEscalations(t, out)
+	if code != 0 || len(es) != 1 || es[0].PagedAt != nil || !es[0].PageFailed ||
 		!strings.Contains(es[0].PageError, "HTTP 400") {
-		t.Errorf("escalations --json = %d, %s (%v); want the escalation unpaged, its page failed with the 400", code, out, err)
+		t.Errorf("escalations --json = %d, %s; want the escalation unpaged, its page failed with the 400", code, out)
 	}
 	for name, text := range map[string]string{"stderr": errOut, "escalations": out, "pages_failed": res.PagesFailed[0].Error} {
 		if strings.Contains(text, testRoutingKey) {
@@ -257,4 +257,16 @@ func TestUndeliveredPageFailsTheRunAndTheNextRunSendsIt(t *testing.T) {
 	if _, out, _ := reconcileCmd(t, "escalations", "--ledger", w.l.URL); strings.Contains(out, "FAILED") {
 		t.Errorf("after the page went through, escalations still shows it failed:\n%s", out)
 	}
+}
+
+// onCallEscalations reads `escalations --json -`.
+func onCallEscalations(t *testing.T, out string) []escalationJSON {
+	t.Helper()
+	var r struct {
+		Escalations []escalationJSON `json:"escalations"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("escalations --json - is not JSON (%v): %s", err, out)
+	}
+	return r.Escalations
 }

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+	"reconcile/report"
+)
+
+// The JSON of the on-call commands (`show --json`, `escalations --json`):
+// snake_case keys, and null for a time that is not set, as the run's
+// result writes them.
+
+type effectJSON struct {
+	Key         string          `json:"key"`
+	RunID       string          `json:"run_id"`
+	Step        string          `json:"step"`
+	Provider    string          `json:"provider"`
+	Status      string          `json:"status"`
+	ExternalID  string          `json:"external_id"`
+	Request     json.RawMessage `json:"request"`
+	Response    json.RawMessage `json:"response"`
+	CreatedAt   *time.Time      `json:"created_at"`
+	ConfirmedAt *time.Time      `json:"confirmed_at"`
+	ParentKey   string          `json:"parent_key"`
+	Depth       int             `json:"depth"`
+}
+
+func effectOut(e *reconcile.Effect) effectJSON {
+	return effectJSON{Key: e.Key, RunID: e.RunID, Step: e.Step, Provider: e.Provider, Status: string(e.Status), ExternalID: e.ExternalID,
+		Request: rawOrNull(e.Request), Response: rawOrNull(e.Response), CreatedAt: timeOrNil(e.CreatedAt), ConfirmedAt: timeOrNil(e.ConfirmedAt),
+		ParentKey: e.ParentKey, Depth: e.Depth}
+}
+
+type stateJSON struct {
+	Class        string     `json:"class"`
+	Final        bool       `json:"final"`
+	RunID        string     `json:"run_id"`
+	ClassifiedAt *time.Time `json:"classified_at"`
+	Since        *time.Time `json:"since"`
+}
+
+type evidenceJSON struct {
+	Provider        string            `json:"provider"`
+	TxID            string            `json:"tx_id"`
+	Kind            string            `json:"kind"`
+	RawKind         string            `json:"raw_kind"`
+	AmountMinor     int64             `json:"amount_minor"`
+	Currency        string            `json:"currency"`
+	FeeMinor        int64             `json:"fee_minor"`
+	Time            *time.Time        `json:"time"`
+	Pending         bool              `json:"pending"`
+	Failed          bool              `json:"failed"`
+	EffectKey       string            `json:"effect_key"`
+	ParentEffectKey string            `json:"parent_effect_key"`
+	PaymentIntent   string            `json:"payment_intent"`
+	ParentTxID      string            `json:"parent_tx_id"`
+	Description     string            `json:"description"`
+	Metadata        map[string]string `json:"metadata"`
+	URI             string            `json:"uri"`
+	Line            int               `json:"line"`
+	Raw             string            `json:"raw"`
+	Webhook         bool              `json:"webhook"`
+}
+
+type claimJSON struct {
+	Key        string          `json:"key"`
+	Owner      string          `json:"owner"`
+	Fence      int64           `json:"fence"`
+	State      string          `json:"state"`
+	LeaseUntil *time.Time      `json:"lease_until"`
+	Result     json.RawMessage `json:"result"`
+	Error      string          `json:"error"`
+	ClaimedAt  *time.Time      `json:"claimed_at"`
+	SettledAt  *time.Time      `json:"settled_at"`
+}
+
+type escalationJSON struct {
+	Key            string     `json:"key"`
+	Subject        string     `json:"subject"`
+	Class          string     `json:"class"`
+	Reason         string     `json:"reason"`
+	RunID          string     `json:"run_id"`
+	Status         string     `json:"status"`
+	Generation     int        `json:"generation"`
+	OpenedAt       *time.Time `json:"opened_at"`
+	PagedAt        *time.Time `json:"paged_at"`
+	AcknowledgedAt *time.Time `json:"acknowledged_at"`
+	AcknowledgedBy string     `json:"acknowledged_by"`
+	ResolvedAt     *time.Time `json:"resolved_at"`
+	ResolvedBy     string     `json:"resolved_by"`
+	Note           string     `json:"note"`
+	PageFailed     bool       `json:"page_failed"`
+	PageError      string     `json:"page_error"`
+}
+
+func escalationsOut(es []escalationView) []escalationJSON {
+	out := make([]escalationJSON, len(es))
+	for i, e := range es {
+		out[i] = escalationJSON{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, RunID: e.RunID, Status: string(e.Status),
+			Generation: e.Generation, OpenedAt: timeOrNil(e.OpenedAt), PagedAt: timeOrNil(e.PagedAt), AcknowledgedAt: timeOrNil(e.AcknowledgedAt),
+			AcknowledgedBy: e.AcknowledgedBy, ResolvedAt: timeOrNil(e.ResolvedAt), ResolvedBy: e.ResolvedBy, Note: e.Note,
+			PageFailed: e.PageFailed, PageError: e.PageError}
+	}
+	return out
+}
+
+// findingJSON is one run's finding about the effect: the run and when it
+// started, and the finding as the run's result writes it.
+type findingJSON struct {
+	RunID string     `json:"run_id"`
+	At    *time.Time `json:"at"`
+	report.Discrepancy
+}
+
+type showJSON struct {
+	Effect        effectJSON       `json:"effect"`
+	State         *stateJSON       `json:"state"`
+	Evidence      []evidenceJSON   `json:"evidence"`
+	Claims        []claimJSON      `json:"actions"`
+	Compensations []effectJSON     `json:"compensations"`
+	Escalations   []escalationJSON `json:"escalations"`
+	History       []findingJSON    `json:"history"`
+}
+
+func showOut(r *showResult) *showJSON {
+	out := &showJSON{Effect: effectOut(r.Effect), Evidence: []evidenceJSON{}, Claims: []claimJSON{}, Compensations: []effectJSON{},
+		Escalations: escalationsOut(r.Escalations), History: []findingJSON{}}
+	if st := r.State; st != nil {
+		out.State = &stateJSON{Class: string(st.Class), Final: st.Final, RunID: st.RunID, ClassifiedAt: timeOrNil(st.ClassifiedAt), Since: timeOrNil(st.Since)}
+	}
+	for _, e := range r.Evidence {
+		out.Evidence = append(out.Evidence, evidenceJSON{Provider: e.Provider, TxID: e.TxID, Kind: string(e.Kind), RawKind: e.RawKind,
+			AmountMinor: e.Amount.Minor, Currency: e.Amount.Currency, FeeMinor: e.Fee, Time: timeOrNil(e.Time), Pending: e.Pending, Failed: e.Failed,
+			EffectKey: e.EffectKey, ParentEffectKey: e.ParentEffectKey, PaymentIntent: e.PaymentIntent, ParentTxID: e.ParentTxID,
+			Description: e.Description, Metadata: e.Metadata, URI: e.URI, Line: e.Line, Raw: e.Raw, Webhook: e.Webhook})
+	}
+	for _, c := range r.Claims {
+		out.Claims = append(out.Claims, claimJSON{Key: c.Key, Owner: c.Owner, Fence: c.Fence, State: string(c.State), LeaseUntil: timeOrNil(c.LeaseUntil),
+			Result: rawOrNull(c.Result), Error: c.Error, ClaimedAt: timeOrNil(c.ClaimedAt), SettledAt: timeOrNil(c.SettledAt)})
+	}
+	for i := range r.Compensations {
+		out.Compensations = append(out.Compensations, effectOut(&r.Compensations[i]))
+	}
+	for _, f := range r.History {
+		out.History = append(out.History, findingJSON{RunID: f.RunID, At: timeOrNil(f.At), Discrepancy: findingOut(&f)})
+	}
+	return out
+}
+
+// findingOut is a recorded finding in the run result's shape.
+func findingOut(f *ledgerdb.RunFinding) report.Discrepancy {
+	d := report.Discrepancy{Class: f.Class, EffectKey: f.EffectKey, Provider: f.Provider, Currency: f.Currency, ExpectedMinor: f.ExpectedMinor,
+		ObservedMinor: f.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: f.Reason}
+	for _, t := range f.Transactions {
+		d.Transactions = append(d.Transactions, t.ID)
+	}
+	for _, x := range f.Actions {
+		d.Actions = append(d.Actions, report.Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome,
+			AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency, Made: x.Made, Note: x.Note})
+	}
+	return d
+}
+
+func rawOrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// isOnCallJSON says whether a file begins as the JSON of `show` or
+// `escalations` does: what their --json may replace.
+func isOnCallJSON(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 {
+		return true
+	}
+	rest := bytes.TrimLeft(head[1:], " \t\r\n")
+	return head[0] == '{' && (bytes.HasPrefix(rest, []byte(`"effect"`)) || bytes.HasPrefix(rest, []byte(`"escalations"`)))
+}
