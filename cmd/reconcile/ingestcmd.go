@@ -70,7 +70,7 @@ Examples:
 			for i, src := range srcs {
 				c := rejected.collect(i)
 				var input *ingest.Input
-				stop := a.ingestProgress("reading", src.URI, opt)
+				stop := a.ingestProgress("reading", src, opt)
 				if check {
 					input, err = ingest.Read(ctx, src, opt, c)
 				} else {

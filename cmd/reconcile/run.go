@@ -322,7 +322,7 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 		if !fresh[i] {
 			continue
 		}
-		stop := a.ingestProgress("checking", srcs[i].URI, opt)
+		stop := a.ingestProgress("checking", srcs[i], opt)
 		in, err := ingest.Read(ctx, srcs[i], opt, discard{})
 		stop()
 		if err != nil {
@@ -334,7 +334,7 @@ func (a *app) ingestAll(ctx context.Context, store ledgerdb.Store, srcs []ingest
 	var rejected rejectedList
 	for _, i := range order {
 		src, c := srcs[i], rejected.collect(i)
-		stop := a.ingestProgress("ingesting", src.URI, opt)
+		stop := a.ingestProgress("ingesting", src, opt)
 		in, id, err := persist(ctx, store, src, hashes[i], opt, c)
 		stop()
 		if err != nil {
@@ -474,12 +474,27 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 }
 
 // ingestProgress shows the bytes and rows read of one input on a terminal.
-func (a *app) ingestProgress(verb, uri string, opt *ingest.Options) (stop func()) {
+func (a *app) ingestProgress(verb string, src ingest.Source, opt *ingest.Options) (stop func()) {
 	p := &ingest.Progress{}
 	opt.Progress = p
+	start := time.Now()
 	return a.showProgress(func() string {
-		return fmt.Sprintf("%s %s: %s, %d rows", verb, uri, size(p.Bytes.Load()), p.Rows.Load())
+		return progressLine(verb, src.URI, p.Bytes.Load(), src.Size, p.Rows.Load(), time.Since(start))
 	})
+}
+
+// progressLine says how far a read is: of how much, in percent, and how
+// fast, when the size is known.
+func progressLine(verb, uri string, done, total, rows int64, elapsed time.Duration) string {
+	line := fmt.Sprintf("%s %s: %s", verb, uri, size(done))
+	if total > 0 {
+		line += fmt.Sprintf(" of %s (%d%%)", size(total), min(100, done*100/total))
+	}
+	line += fmt.Sprintf(", %d rows", rows)
+	if s := elapsed.Seconds(); s >= 1 {
+		line += fmt.Sprintf(", %s/s", size(int64(float64(done)/s)))
+	}
+	return line
 }
 
 // lookupSource says whether a source's content is in the ledger already,
