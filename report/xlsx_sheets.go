@@ -106,7 +106,7 @@ func (b *book) classShapes(r *Result) map[reconcile.Class]*shape {
 		s.cols = append(s.cols, column{"At risk", float64(s.mW + 3)})
 		s.cols = append(s.cols, idColumns("Transaction", s.txs, idW)...)
 		s.cols = append(s.cols, idColumns("Related", s.related, idW)...)
-		s.cols = append(s.cols, column{"Reason", 44}, column{"Actions", 32})
+		s.cols = append(s.cols, column{"Reason", 44}, column{"Actions", 32}, column{"First found (UTC)", 20})
 		out[c] = s
 	}
 	return out
@@ -205,7 +205,7 @@ func (b *book) classSheet(r *Result, c reconcile.Class) error {
 		at += sh.txs
 		b.idCells(row[at:at+sh.related], d.Related)
 		at += sh.related
-		row[at], row[at+1] = b.wrapped(d.Reason), b.wrapped(actionLines(d, exp))
+		row[at], row[at+1], row[at+2] = b.wrapped(d.Reason), b.wrapped(actionLines(d, exp)), b.date(d.FirstFound)
 		if err := s.add(row...); err != nil {
 			return err
 		}

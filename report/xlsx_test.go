@@ -210,8 +210,8 @@ func TestXLSXTableSheetsHaveFrozenHeaderAndFilter(t *testing.T) {
 		}
 	}
 	for sheet, want := range map[string]string{
-		"Duplicated":    "'Duplicated'!$A$1:$L$3",
-		"Unexpected":    "'Unexpected'!$A$1:$J$3",
+		"Duplicated":    "'Duplicated'!$A$1:$M$3",
+		"Unexpected":    "'Unexpected'!$A$1:$K$3",
 		"Actions":       "'Actions'!$A$1:$J$9",
 		"Rejected rows": "'Rejected rows'!$A$1:$D$4",
 		"Escalations":   "'Escalations'!$A$2:$J$4", // below its caption
@@ -397,7 +397,7 @@ func TestXLSXSplitsTablesLongerThanASheet(t *testing.T) {
 			filters[n.Scope] = n.RefersTo
 		}
 	}
-	if got := filters["Missing (3)"]; got != "'Missing (3)'!$A$1:$J$2" {
+	if got := filters["Missing (3)"]; got != "'Missing (3)'!$A$1:$K$2" {
 		t.Errorf("filter of the last Missing sheet = %q", got)
 	}
 	found := false
