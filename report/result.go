@@ -32,6 +32,9 @@ type Result struct {
 	// units per currency, as the run ended.
 	AtRisk   map[string]int64 `json:"money_at_risk"`
 	Repaired map[string]int64 `json:"money_repaired"`
+	// Resolved is what the findings a person resolved since the previous
+	// run had at risk, per currency.
+	Resolved map[string]int64 `json:"money_resolved,omitempty"`
 	// Confirmed is the money of the effects this run confirmed, per
 	// provider and currency.
 	Confirmed  []Volume  `json:"confirmed,omitempty"`

@@ -66,6 +66,9 @@ func Summary(out io.Writer, r *Result) {
 	if repaired := amounts(r.MoneyRepaired()); repaired != "" {
 		fmt.Fprintf(w, "repaired by this run, awaiting the provider's report: %s\n", repaired)
 	}
+	if resolved := amounts(r.Resolved); resolved != "" {
+		fmt.Fprintf(w, "resolved by a person since the last run: %s\n", resolved)
+	}
 	if open > 0 {
 		fmt.Fprintf(w, "%d findings still open from earlier runs (first_found in the JSON result)\n", open)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -60,7 +61,8 @@ func (p *pagerDuty) triggers() int {
 
 // nightResult is what these tests read of a run's result.
 type nightResult struct {
-	Counts        map[string]int `json:"counts"`
+	Counts        map[string]int   `json:"counts"`
+	Resolved      map[string]int64 `json:"money_resolved"`
 	Discrepancies []struct {
 		Class      string    `json:"class"`
 		EffectKey  string    `json:"effect_key"`
@@ -155,6 +157,11 @@ func testResolutionSticks(t *testing.T, l *ledgertest.Ledger) {
 			}
 			if got := pd.triggers(); got != paged {
 				t.Errorf("night %d paged again: %d triggers, want %d", n, got, paged)
+			}
+			// The night after the decision counts what it closed: the cent
+			// the price moved by; the next night nothing.
+			if want := map[string]int64{"EUR": 1}; n == 2 && !maps.Equal(r.Resolved, want) || n == 3 && len(r.Resolved) != 0 {
+				t.Errorf("night %d: money_resolved %v", n, r.Resolved)
 			}
 		}
 

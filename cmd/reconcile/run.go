@@ -467,6 +467,9 @@ func (a *app) reconcile(ctx context.Context, store ledgerdb.Store, runID string,
 	acted, m.created, m.since = nil, nil, nil
 	res.OutOfScope = m.outOfScope
 	res.AtRisk, res.Repaired, res.Confirmed = res.MoneyAtRisk(), res.MoneyRepaired(), m.volumes()
+	if res.Resolved, err = moneyResolved(ctx, store, runID); err != nil {
+		return nil, err
+	}
 	res.FinishedAt = time.Now().UTC()
 	a.log.Debug("run recorded", "run", runID, "inputs", len(res.Inputs), "records", sum.Records, "effects", sum.Effects,
 		"partitions", sum.Partitions, "confirmed_now", sum.Confirmed)
@@ -588,4 +591,40 @@ func newRunID(now time.Time) string {
 	b := make([]byte, 3)
 	rand.Read(b)
 	return "rec_" + now.UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b)
+}
+
+// moneyResolved is what the findings a person resolved since the last run
+// had at risk, per currency: the third part of the exposure, beside what
+// is open and what this run repaired.
+func moneyResolved(ctx context.Context, store ledgerdb.Store, runID string) (map[string]int64, error) {
+	runs, err := store.Runs(ctx, &ledgerdb.RunsParams{Limit: 2})
+	if err != nil {
+		return nil, err
+	}
+	var since time.Time // the start of the run before this one
+	for _, r := range runs {
+		if r.ID != runID {
+			since = r.StartedAt
+			break
+		}
+	}
+	es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	done := map[string]bool{}
+	for _, e := range es {
+		if e.Status != reconcile.EscalationResolved || !e.ResolvedAt.After(since) || done[e.Subject] {
+			continue
+		}
+		done[e.Subject] = true
+		fs, err := store.EffectFindings(ctx, e.Subject)
+		if err != nil || len(fs) == 0 {
+			continue // unexpected money names no effect: its amount is in its own finding only
+		}
+		d := findingOut(&fs[len(fs)-1])
+		out[d.Currency], _ = reconcile.AddMinor(out[d.Currency], d.AtRisk())
+	}
+	return out, nil
 }
