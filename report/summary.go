@@ -22,7 +22,7 @@ const maxListed = 25
 func Summary(out io.Writer, r *Result) {
 	var buf bytes.Buffer
 	w := &buf
-	defer func() { writeTrimmed(out, buf.Bytes()) }()
+	defer func() { WriteTrimmed(out, buf.Bytes()) }()
 	p := Printable
 	mode := "plan only: nothing was changed outside the ledger"
 	if r.Applied {
@@ -87,7 +87,7 @@ func Summary(out io.Writer, r *Result) {
 			case x.Note != "" && x.Outcome != reconcile.OutcomePlanned:
 				line += ": " + p(x.Note)
 			}
-			acts = append(acts, truncate(line, maxWidth))
+			acts = append(acts, Truncate(line, maxWidth))
 		}
 	}
 	if len(acts) > 0 {
@@ -114,7 +114,7 @@ func Summary(out io.Writer, r *Result) {
 				fmt.Fprintf(w, "  ...\n")
 				break
 			}
-			fmt.Fprintln(w, truncate(fmt.Sprintf("  %s:%d: %s", p(x.URI), x.Line, p(x.Reason)), maxWidth))
+			fmt.Fprintln(w, Truncate(fmt.Sprintf("  %s:%d: %s", p(x.URI), x.Line, p(x.Reason)), maxWidth))
 		}
 	}
 }
@@ -122,8 +122,8 @@ func Summary(out io.Writer, r *Result) {
 // maxWidth is how many columns a line of the summary may take.
 const maxWidth = 160
 
-// truncate cuts s to n characters, marking the cut.
-func truncate(s string, n int) string {
+// Truncate cuts s to n characters, marking the cut.
+func Truncate(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -153,9 +153,9 @@ func amounts(byCur map[string]int64) string {
 	return strings.Join(out, ", ")
 }
 
-// writeTrimmed writes text without the spaces that pad the ends of lines
+// WriteTrimmed writes text without the spaces that pad the ends of lines
 // (tabwriter pads every cell, the last of a line too).
-func writeTrimmed(w io.Writer, text []byte) {
+func WriteTrimmed(w io.Writer, text []byte) {
 	lines := bytes.Split(text, []byte("\n"))
 	for i := range lines {
 		lines[i] = bytes.TrimRight(lines[i], " ")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -121,7 +122,9 @@ Example:
 				}
 			}
 			if jsonPath != "-" {
-				printShow(a.stdout, res)
+				var buf bytes.Buffer
+				printShow(&buf, res)
+				report.WriteTrimmed(a.stdout, buf.Bytes())
 			}
 			return nil
 		},
@@ -228,9 +231,10 @@ func printEscalations(tw io.Writer, es []escalationView) {
 		if e.PageFailed {
 			paged = "FAILED"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), p(status), p(string(e.Class)), p(e.Subject), paged, p(e.Reason))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t\n", stamp(e.OpenedAt), p(status), p(string(e.Class)), report.Truncate(p(e.Subject), 60), paged,
+			report.Truncate(p(e.Reason), 70))
 		if e.PageFailed {
-			fmt.Fprintf(tw, "  \t\t\t\t\tpage failed: %s; the next run with --apply sends it again\t\n", p(e.PageError))
+			fmt.Fprintf(tw, "  \t\t\t\t\tpage failed: %s; the next run with --apply sends it again\t\n", report.Truncate(p(e.PageError), 70))
 		}
 	}
 }
@@ -296,11 +300,13 @@ Example:
 				fmt.Fprintln(a.stdout, "no open escalations")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			var buf bytes.Buffer
+			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 			printEscalations(tw, es)
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			report.WriteTrimmed(a.stdout, buf.Bytes())
 			if n := countFailed(es); n > 0 {
 				fmt.Fprintf(a.stdout, "%d pages were not delivered: the pager did not take them (see above); check --pager-url and the routing key\n", n)
 			}
