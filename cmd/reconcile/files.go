@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"reconcile/ingest"
@@ -83,18 +84,29 @@ func checkOverwrite(flag, path string, inputs []ingest.Source, isOutput func(hea
 	return nil
 }
 
-// isJSONResult says whether a file begins as a JSON result of reconcile
-// does: an object whose first member is one a result starts with.
-func isJSONResult(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n")
-	if len(head) == 0 || head[0] != '{' {
-		return len(bytes.TrimSpace(head)) == 0 // an empty file holds nothing to lose
-	}
-	rest := bytes.TrimLeft(head[1:], " \t\r\n")
-	return bytes.HasPrefix(rest, []byte(`"run_id"`)) || bytes.HasPrefix(rest, []byte(`"inputs"`))
-}
-
 // isWorkbook says whether a file begins as an xlsx workbook (a zip) does.
 func isWorkbook(head []byte) bool {
 	return len(head) == 0 || bytes.HasPrefix(head, []byte("PK\x03\x04"))
 }
+
+// jsonOutput says whether a file begins as a JSON object whose first member
+// is one of keys, as an earlier output of a command does (or is empty):
+// what that command's --json may replace.
+func jsonOutput(keys ...string) func(head []byte) bool {
+	return func(head []byte) bool {
+		head = bytes.TrimLeft(head, " \t\r\n")
+		if len(head) == 0 {
+			return true // an empty file holds nothing to lose
+		}
+		rest := bytes.TrimLeft(head[1:], " \t\r\n")
+		return head[0] == '{' && slices.ContainsFunc(keys, func(k string) bool { return bytes.HasPrefix(rest, []byte(`"`+k+`"`)) })
+	}
+}
+
+// The outputs --json may replace: a run's result or an ingest check, a
+// list of runs, what show and escalations write.
+var (
+	isJSONResult = jsonOutput("run_id", "inputs")
+	isRunsList   = jsonOutput("runs")
+	isOnCallJSON = jsonOutput("effect", "escalations")
+)

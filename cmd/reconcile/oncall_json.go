@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 
@@ -170,15 +169,4 @@ func rawOrNull(b json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
-}
-
-// isOnCallJSON says whether a file begins as the JSON of `show` or
-// `escalations` does: what their --json may replace.
-func isOnCallJSON(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n")
-	if len(head) == 0 {
-		return true
-	}
-	rest := bytes.TrimLeft(head[1:], " \t\r\n")
-	return head[0] == '{' && (bytes.HasPrefix(rest, []byte(`"effect"`)) || bytes.HasPrefix(rest, []byte(`"escalations"`)))
 }

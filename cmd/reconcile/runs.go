@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -210,15 +209,6 @@ func moneyText(m map[string]int64) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// isRunsList says whether a file begins as `reconcile runs --json` writes.
-func isRunsList(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n")
-	if len(head) == 0 {
-		return true // an empty file holds nothing to lose
-	}
-	return head[0] == '{' && bytes.HasPrefix(bytes.TrimLeft(head[1:], " \t\r\n"), []byte(`"runs"`))
 }
 
 func timeOrNil(t time.Time) *time.Time {
