@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -153,16 +152,3 @@ func (a *app) pager(f *actionFlags) escalate.Pager {
 	return &escalate.Log{W: a.stderr}
 }
 
-// crashHook returns the hook the crash tests use: when
-// RECONCILE_TEST_CRASH_AT names a point (such as "compensate:called" or
-// "run:acted"), the process kills itself there with SIGKILL, as a power cut
-// would; it does nothing otherwise.
-func crashHook() func(point string) {
-	at := os.Getenv("RECONCILE_TEST_CRASH_AT")
-	return func(point string) {
-		if at != "" && point == at {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {} // the signal is on its way
-		}
-	}
-}

@@ -236,6 +236,7 @@ func (w *applyWorld) check() {
 // recorded; run again, it makes exactly one refund per extra charge and one
 // charge per missing effect, and the ledger agrees with the provider.
 func TestCrashAtEveryBoundaryMakesEachActionOnce(t *testing.T) {
+	requireFailpoints(t)
 	points := []string{"compensate:claimed", "compensate:called", "compensate:settled",
 		"redeliver:claimed", "redeliver:called", "redeliver:settled", "run:acted"}
 	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
@@ -256,6 +257,7 @@ func TestCrashAtEveryBoundaryMakesEachActionOnce(t *testing.T) {
 // key before the next run (its 24 hours passed): the next run looks the
 // payment up before acting again, and does not charge twice.
 func TestCrashAfterCallThenKeyForgottenLooksUpFirst(t *testing.T) {
+	requireFailpoints(t)
 	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
 		w := newApplyWorld(t, l)
 		if code, _, errOut := w.reconcile("redeliver:called"); code != -1 {
@@ -463,4 +465,19 @@ func TestOnCallFindsShowsAndResolvesAnEscalation(t *testing.T) {
 	if code, _, _ := reconcileCmd(t, "resolve", comp, "--as", "maybe", "--note", "x", "--ledger", l.URL); code != exitUsage {
 		t.Errorf("resolve --as maybe = %d, want a usage error", code)
 	}
+}
+
+// requireFailpoints skips a crash test in a binary built without
+// -tags failpoints (scripts/test builds with it), or fails it when
+// RECONCILE_REQUIRE_TOOLS=1.
+func requireFailpoints(t *testing.T) {
+	t.Helper()
+	if failpoints {
+		return
+	}
+	msg := "the crash points are only in a binary built with -tags failpoints: go test -tags failpoints ./cmd/reconcile (scripts/test does)"
+	if os.Getenv("RECONCILE_REQUIRE_TOOLS") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
