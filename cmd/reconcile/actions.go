@@ -151,4 +151,3 @@ func (a *app) pager(f *actionFlags) escalate.Pager {
 	}
 	return &escalate.Log{W: a.stderr}
 }
-
