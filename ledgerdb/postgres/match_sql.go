@@ -178,13 +178,18 @@ CROSS JOIN LATERAL (VALUES (nullif(c.tid, '')), (c.pi), (c.parent),
 WHERE c.kind = $1 AND c.link IS NOT NULL AND x.id IN (
   SELECT parent FROM m_tx WHERE link IS NULL AND kind IN ('refund', 'dispute') UNION SELECT pi FROM m_tx WHERE link IS NULL AND kind IN ('refund', 'dispute'))
 GROUP BY 1, 2`
+	// Each lookup goes through an index: m_eff's on key COLLATE "C", and
+	// the effect table's on external_id, as matchByID's do; a lookup by a
+	// column of m_eff alone would scan it once per refund.
 	matchRelated = `UPDATE m_tx t SET rel = coalesce(
-  (SELECT s.key FROM m_eff s WHERE s.key = t.pay_key AND s.provider = t.provider AND s.kind = $1),
+  (SELECT s.key FROM m_eff s WHERE s.key COLLATE "C" = t.pay_key COLLATE "C" AND s.provider = t.provider AND s.kind = $1),
   t.ckey,
   (SELECT c.link FROM m_cid c WHERE c.provider = t.provider AND c.id = t.parent),
-  (SELECT s.key FROM m_eff s WHERE s.external_id = t.parent AND s.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1),
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
+    WHERE e.external_id = t.parent AND e.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1),
   (SELECT c.link FROM m_cid c WHERE c.provider = t.provider AND c.id = t.pi),
-  (SELECT s.key FROM m_eff s WHERE s.external_id = t.pi AND s.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1))
+  (SELECT s.key FROM effect e JOIN m_eff s ON s.key COLLATE "C" = e.key COLLATE "C"
+    WHERE e.external_id = t.pi AND e.provider = t.provider AND s.kind = $1 ORDER BY s.key COLLATE "C" DESC LIMIT 1))
 WHERE t.link IS NULL AND t.kind IN ('refund', 'dispute')`
 
 	// matchSeen marks the transactions that link to nothing and that
