@@ -52,7 +52,7 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::t
 	matchScopeOpen = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
 	matchNew       = `CREATE TEMP TABLE m_new AS SELECT x.effect_key, x.parent_effect_key, x.tx_id, x.payment_intent, x.parent_tx_id
 FROM evidence x WHERE x.source_id = ANY($1)
-  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.provider = x.provider AND o.source_id <> ALL($1)))`
+  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider AND o.source_id <> ALL($1)))`
 	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
 WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> ''
   UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
@@ -197,7 +197,7 @@ WHERE t.link IS NULL AND t.kind IN ('refund', 'dispute')`
 	// seen (and their effect, closed since, is not reopened by them), so
 	// they are no part of this run.
 	matchSeen = `UPDATE m_tx t SET seen = true WHERE t.link IS NULL AND t.rel IS NULL AND t.own = 0
-  AND EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = t.tid AND o.provider = t.provider AND o.source_id <> ALL($1))`
+  AND EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = t.tid AND o.tx_id <> '' AND o.provider = t.provider AND o.source_id <> ALL($1))`
 
 	// matchPartKeys gives every record the key of its partition. A
 	// transaction that links to nothing is placed by its own id; a record

@@ -27,7 +27,7 @@ DROP TABLE IF EXISTS temp.m_cid`
 	// record holds: only those can name a closed effect back into scope.
 	matchNew = `INSERT INTO m_new SELECT x.effect_key, x.parent_effect_key, x.tx_id, x.payment_intent, x.parent_tx_id
 FROM evidence x WHERE x.source_id IN (SELECT value FROM json_each(?1))
-  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.provider = x.provider
+  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
     AND o.source_id NOT IN (SELECT value FROM json_each(?1))))`
 
 	// matchScope takes every effect not finally reconciled and not
@@ -146,7 +146,7 @@ WHERE link IS NULL AND kind IN ('refund', 'dispute')`
 	// matchSeen marks the transactions that link to nothing and that
 	// earlier evidence holds, as the PostgreSQL driver's matchSeen does.
 	matchSeen = `UPDATE m_tx SET seen = 1 WHERE link IS NULL AND rel IS NULL AND own = 0
-  AND EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = m_tx.tid AND o.provider = m_tx.provider
+  AND EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = m_tx.tid AND o.tx_id <> '' AND o.provider = m_tx.provider
     AND o.source_id NOT IN (SELECT value FROM json_each(?1)))`
 
 	matchPartKeys = `CREATE INDEX temp.m_tx_id ON m_tx (tid, provider, kind, own);
