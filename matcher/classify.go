@@ -315,10 +315,19 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	return out
 }
 
-// compareTx orders transactions as Transactions gives them.
+// compareTx orders transactions as Transactions gives them. Written out,
+// as compareRecords is: cmp.Or would compare every field of every pair.
 func compareTx(a, b *reconcile.Transaction) int {
-	return cmp.Or(strings.Compare(a.Provider, b.Provider), strings.Compare(a.ID, b.ID), strings.Compare(string(a.Kind), string(b.Kind)),
-		cmp.Compare(a.Amount.Minor, b.Amount.Minor))
+	if c := strings.Compare(a.Provider, b.Provider); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.ID, b.ID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(string(a.Kind), string(b.Kind)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Amount.Minor, b.Amount.Minor) // a dispute's withdrawal and reinstatement
 }
 
 // compareRecords orders evidence records by where they were read, then by

@@ -190,7 +190,7 @@ func Match(in *Input) *Result {
 		}
 	}
 	related := make([][]*reconcile.Transaction, len(effects))
-	rel := newRelater(effects, byKey, byExternal, linked)
+	rel := newRelater(effects, byKey, byExternal, linked, unexpected, loose)
 	kept := unexpected[:0]
 	for _, tx := range unexpected {
 		if e, ok := rel.chargeOf(tx); ok {

@@ -2,6 +2,7 @@ package matcher
 
 import (
 	"slices"
+	"strings"
 
 	"reconcile"
 )
@@ -18,16 +19,35 @@ type relater struct {
 	charges map[externalID]int
 }
 
-func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalID]int, linked [][]*reconcile.Transaction) *relater {
+// newRelater indexes the linked charges by the ids that the loose
+// transactions (refunds and disputes that link to nothing) name, and by
+// those only: a partition holds tens of thousands of charges and a few
+// loose refunds.
+func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalID]int, linked [][]*reconcile.Transaction, loose ...[]*reconcile.Transaction) *relater {
 	r := &relater{effects: effects, byKey: byKey, byExternal: byExternal, charges: map[externalID]int{}}
+	want := map[externalID]bool{}
+	for _, txs := range loose {
+		for _, tx := range txs {
+			for _, id := range [2]string{tx.ParentTxID, tx.PaymentIntent} {
+				if id != "" {
+					want[externalID{tx.Provider, id, reconcile.KindCharge}] = true
+				}
+			}
+		}
+	}
+	if len(want) == 0 {
+		return r
+	}
 	for i := range effects {
 		if k, _ := ExpectedKind(effects[i].Step); k != reconcile.KindCharge {
 			continue
 		}
 		for _, tx := range linked[i] {
-			for _, id := range providerIDs(tx) {
-				if _, taken := r.charges[externalID{tx.Provider, id, reconcile.KindCharge}]; !taken {
-					r.charges[externalID{tx.Provider, id, reconcile.KindCharge}] = i
+			_, mod, _ := strings.Cut(tx.ID, "/")
+			for _, id := range [4]string{tx.ID, tx.PaymentIntent, tx.ParentTxID, mod} { // providerIDs, without its slice
+				x := externalID{tx.Provider, id, reconcile.KindCharge}
+				if _, taken := r.charges[x]; id != "" && want[x] && !taken {
+					r.charges[x] = i
 				}
 			}
 		}
