@@ -26,6 +26,7 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 	}
 	d.Transactions = seen
 	kind, _ := ExpectedKind(e.Step)
+	overflowed := false // the sum of a duplicate's amounts went past int64
 	comp := IsCompensation(e)
 	switch {
 	case len(seen) == 0 && !due:
@@ -76,18 +77,12 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 	default:
 		keep := keeper(e, seen)
 		var ids []string
-		summed := true
 		for _, tx := range seen {
 			ids = append(ids, tx.ID)
 			var ok bool
 			d.ObservedMinor, ok = reconcile.AddMinor(d.ObservedMinor, abs(tx.Amount.Minor))
-			summed = summed && ok
+			overflowed = overflowed || !ok
 		}
-		defer func() {
-			if !summed {
-				d.Reason += "; the sum of its amounts is beyond what reconcile can hold and is shown as the largest it can"
-			}
-		}()
 		if comp {
 			d.Class = reconcile.Escalated
 			d.Reason = fmt.Sprintf("compensation duplicated: %d refunds at %s (%s); nobody compensates a compensation, a person decides",
@@ -130,6 +125,9 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 		if partly {
 			d.Actions = append(d.Actions, escalate(e.Key, reconcile.Duplicated))
 		}
+	}
+	if overflowed {
+		d.Reason += "; the sum of its amounts is beyond what reconcile can hold and is shown as the largest it can"
 	}
 	return d
 }

@@ -63,11 +63,12 @@ func (r *relater) chargeOf(tx *reconcile.Transaction) (int, bool) {
 	if tx.Conflict != "" || (tx.Kind != reconcile.KindRefund && tx.Kind != reconcile.KindDispute) {
 		return 0, false
 	}
-	for _, k := range append([]string{tx.ParentKey}, tx.EffectKeys...) {
-		if i, ok := r.byKey[k]; ok && k != "" && r.effects[i].Provider == tx.Provider {
-			if kind, _ := ExpectedKind(r.effects[i].Step); kind == reconcile.KindCharge {
-				return i, true
-			}
+	if i, ok := r.chargeNamed(tx.ParentKey, tx.Provider); ok {
+		return i, true
+	}
+	for _, k := range tx.EffectKeys {
+		if i, ok := r.chargeNamed(k, tx.Provider); ok {
+			return i, true
 		}
 	}
 	for _, id := range []string{tx.ParentTxID, tx.PaymentIntent} {
@@ -83,6 +84,16 @@ func (r *relater) chargeOf(tx *reconcile.Transaction) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// chargeNamed finds the charge effect of provider that key names.
+func (r *relater) chargeNamed(key, provider string) (int, bool) {
+	i, ok := r.byKey[key]
+	if !ok || key == "" || r.effects[i].Provider != provider {
+		return 0, false
+	}
+	kind, _ := ExpectedKind(r.effects[i].Step)
+	return i, kind == reconcile.KindCharge
 }
 
 // copied returns the transactions as values, nil when there are none.
