@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/clock"
 	"reconcile/compensate"
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
@@ -34,6 +35,10 @@ type world struct {
 	url    string
 	client *provider.Client
 	pages  *pageLog
+	// now is the clock of the runs' ledger handles and appliers: a fake
+	// one for a test that moves a lease past its deadline; nil is the
+	// system's.
+	now func() time.Time
 }
 
 // pageLog collects what the log pager writes; it is safe for concurrent runs.
@@ -68,12 +73,15 @@ func (w *world) newClient(timeout time.Duration) *provider.Client {
 	return provider.New(provider.Config{BaseURL: w.url, APIKey: "sk_test_sandbox", Timeout: timeout})
 }
 
-// applier is one run's actions, on its own ledger handle.
+// applier is one run's actions, on its own ledger handle, both on w.now.
 func (w *world) applier(run string, opt compensate.Options) *compensate.Applier {
-	store := w.l.Open(w.t, nil)
+	store := w.l.Open(w.t, w.now)
 	opt.RunID, opt.Owner, opt.Apply = run, "owner-"+run, true
 	if opt.Lease == 0 {
 		opt.Lease = time.Minute
+	}
+	if opt.Now == nil {
+		opt.Now = w.now
 	}
 	return &compensate.Applier{Store: store, Provider: w.client, Options: opt,
 		Escalator: &escalate.Raiser{Store: store, Pager: &escalate.Log{W: w.pages}, Owner: opt.Owner}}
@@ -275,14 +283,24 @@ func TestConcurrentRunsMakeEachActionOnce(t *testing.T) {
 // the first run's late call is answered from the provider's idempotency
 // store, its success is superseded and reported as an orphan, and the
 // refund is made once.
+//
+// The ledger and both runs read one fake clock, and the fake clock stands
+// in for waiting out the lease: once the first run's call is held at the
+// sandbox, the test advances the clock past the lease instead of sleeping.
+// The sandbox holds the call for 1.5 s of real time, which is how long the
+// second run has to take the action over and make it before the late call
+// lands.
 func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
 	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
 		w := newWorld(t, l)
+		fake := clock.NewFake(time.Now())
+		w.now = fake.Now
 		d := w.duplicate("app:charge:0", 990)
 		key := d.Actions[0].Key
 		w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: key, Kind: sandbox.FaultLatency, Times: 1, Delay: 1500 * time.Millisecond})
 		lease := 500 * time.Millisecond
-		done := make(chan *compensate.Result)
+		arrived := w.sb.Arrived(key)
+		done := make(chan *compensate.Result, 1)
 		go func() {
 			res, err := w.applier("rec_1", compensate.Options{Lease: lease}).Act(w.ctx, []reconcile.Discrepancy{d})
 			if err != nil {
@@ -290,7 +308,14 @@ func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
 			}
 			done <- res
 		}()
-		time.Sleep(lease + 200*time.Millisecond) // the first run's lease runs out while its call hangs
+		select {
+		case <-arrived:
+		case res := <-done:
+			t.Fatalf("the first run ended before its refund call reached the provider: %+v", res)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the first run's refund call did not reach the provider within 10s")
+		}
+		fake.Advance(lease + 200*time.Millisecond) // the first run's lease runs out while its call hangs
 		second := w.act(w.applier("rec_2", compensate.Options{Lease: time.Minute}), []reconcile.Discrepancy{d})
 		if x := outcome(t, second, key); x.Outcome != reconcile.OutcomeApplied {
 			t.Fatalf("the run that took over: %+v, want applied", x)
@@ -411,6 +436,10 @@ func TestRefundInDoubtPagesOnceAcrossRuns(t *testing.T) {
 
 // A refund whose call times out stays in doubt; the next runs look it up,
 // find nothing yet, and page once without calling again.
+//
+// No clock is faked here: the lease is not what is waited for. The test
+// waits for the hung call to land at the sandbox (Landed), with a 10 s
+// deadline that fails the test, instead of sleeping past its delay.
 func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
 	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
 		w := newWorld(t, l)
@@ -418,13 +447,18 @@ func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
 		d := w.duplicate("app:charge:0", 990)
 		key := d.Actions[0].Key
 		w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: key, Kind: sandbox.FaultHang, Delay: time.Second})
+		landed := w.sb.Landed(key)
 		for _, run := range []string{"rec_1", "rec_2", "rec_3"} {
 			w.act(w.applier(run, compensate.Options{Grace: -1}), []reconcile.Discrepancy{d})
 		}
 		if n := w.pages.triggers(); n != 1 {
 			t.Errorf("%d pages across three runs, want 1", n)
 		}
-		time.Sleep(1200 * time.Millisecond) // the hung call lands at the provider
+		select { // the hung call lands at the provider
+		case <-landed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the hung refund call did not land at the provider within 10s")
+		}
 		if n := refundsOf(w.sb, key); n != 1 {
 			t.Errorf("%d refunds, want the one hung call only", n)
 		}

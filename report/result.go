@@ -303,3 +303,24 @@ func (d *Discrepancy) Money() int64 {
 	}
 	return d.ExpectedMinor
 }
+
+// FindingOf is a finding in the result's shape, without the times, which
+// the caller knows: when its effect was made, and when it was first found.
+func FindingOf(d *reconcile.Discrepancy) Discrepancy {
+	out := Discrepancy{Class: d.Class, EffectKey: d.EffectKey, Provider: d.Provider, Currency: d.Currency, ExpectedMinor: d.ExpectedMinor,
+		ObservedMinor: d.ObservedMinor, Transactions: []string{}, Actions: []Action{}, Reason: d.Reason}
+	for _, t := range d.Transactions {
+		out.Transactions = append(out.Transactions, t.ID)
+	}
+	if d.Class == reconcile.Mismatched && len(d.Transactions) == 1 && !strings.EqualFold(d.Transactions[0].Amount.Currency, d.Currency) {
+		out.ObservedCurrency = strings.ToUpper(d.Transactions[0].Amount.Currency)
+	}
+	for _, t := range d.Related {
+		out.Related = append(out.Related, t.ID)
+	}
+	for _, x := range d.Actions {
+		out.Actions = append(out.Actions, Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome,
+			AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency, Made: x.Made, Note: x.Note})
+	}
+	return out
+}

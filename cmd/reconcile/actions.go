@@ -12,7 +12,6 @@ import (
 	"reconcile"
 	"reconcile/compensate"
 	"reconcile/escalate"
-	"reconcile/ledgerdb"
 	"reconcile/provider"
 )
 
@@ -104,33 +103,32 @@ func amounts(flag string, vals []string) (map[string]int64, error) {
 	return out, nil
 }
 
-// applier builds the run's actions from the flags.
-func (a *app) applier(f *actionFlags, store ledgerdb.Store, runID string, apply bool) (*compensate.Applier, error) {
+// options are the actions' limits, from the flags.
+func (f *actionFlags) options(apply bool) (compensate.Options, error) {
 	maxRefund, err := amounts("--max-refund", f.maxRefund)
 	if err != nil {
-		return nil, err
+		return compensate.Options{}, err
 	}
 	if apply && f.lease <= f.providerTimeout {
-		return nil, usageError("--lease %s must outlast --provider-timeout %s: a call must not outlive its claim", f.lease, f.providerTimeout)
+		return compensate.Options{}, usageError("--lease %s must outlast --provider-timeout %s: a call must not outlive its claim", f.lease, f.providerTimeout)
 	}
 	grace := f.grace
 	if grace == 0 {
 		grace = -1 // --grace 0: page at once
 	}
-	owner := owner() + ":" + runID
-	ap := &compensate.Applier{
-		Store:     store,
-		Escalator: &escalate.Raiser{Store: store, Pager: a.pager(f), Owner: owner, Log: a.log},
-		Options: compensate.Options{RunID: runID, Owner: owner, Apply: apply, Lease: f.lease, KeyTTL: f.keyTTL, Grace: grace,
-			DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions, MaxRefund: maxRefund, Log: a.log, Crash: crashHook()},
+	return compensate.Options{Lease: f.lease, KeyTTL: f.keyTTL, Grace: grace, DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions,
+		MaxRefund: maxRefund}, nil
+}
+
+// provider is the provider's API, for a run that applies; nil otherwise.
+func (f *actionFlags) provider(apply bool) (compensate.Provider, error) {
+	if !apply {
+		return nil, nil
 	}
-	if apply {
-		if f.apiKey == "" {
-			return nil, usageError("--apply needs the provider's API key in STRIPE_API_KEY")
-		}
-		ap.Provider = provider.New(provider.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout})
+	if f.apiKey == "" {
+		return nil, usageError("--apply needs the provider's API key in STRIPE_API_KEY")
 	}
-	return ap, nil
+	return provider.New(provider.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout}), nil
 }
 
 // owner names this process in claims: host:pid.
@@ -139,13 +137,15 @@ func owner() string {
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
-// pager is the configured pager: PagerDuty, a webhook, or the log.
-func (a *app) pager(f *actionFlags) escalate.Pager {
+// pager is the configured pager: PagerDuty (whose incidents link to
+// clientURL), a webhook, or the log.
+func (a *app) pager(f *actionFlags, clientURL string) escalate.Pager {
 	host, _ := os.Hostname()
 	client := &http.Client{Timeout: 30 * time.Second}
 	switch {
 	case f.pagerURL != "":
-		return &escalate.PagerDuty{URL: f.pagerURL, RoutingKey: os.Getenv("RECONCILE_PAGER_ROUTING_KEY"), Source: host, Client: client}
+		return &escalate.PagerDuty{URL: f.pagerURL, RoutingKey: os.Getenv("RECONCILE_PAGER_ROUTING_KEY"), Source: host, Client: client,
+			ClientURL: clientURL}
 	case f.pagerWebhook != "":
 		return &escalate.Webhook{URL: f.pagerWebhook, Client: client}
 	}

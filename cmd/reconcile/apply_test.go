@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/job"
 	"reconcile/ledgerdb/ledgertest"
 	"reconcile/provider"
 	"reconcile/provider/sandbox"
@@ -51,6 +52,9 @@ type applyWorld struct {
 	dups     []string // effect keys charged twice
 	missing  []string // effect keys never sent
 	payments int      // payments the application made
+	// later is how far ahead of the machine's clock the runs' clock is:
+	// moved past a killed run's leases instead of waiting for them.
+	later time.Duration
 }
 
 func newApplyWorld(t *testing.T, l *ledgertest.Ledger) *applyWorld {
@@ -128,7 +132,8 @@ func (w *applyWorld) reconcile(crashAt string, extra ...string) (int, *runResult
 	args := append([]string{"run", "--apply", "--lag", "0", "--ledger", w.l.URL, "--provider-url", w.url,
 		"--lease", "1s", "--provider-timeout", "500ms", "--json", "-"}, extra...)
 	cmd := exec.Command(os.Args[0], append(args, w.report)...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "STRIPE_API_KEY=sk_test_job", "RECONCILE_TEST_CRASH_AT="+crashAt)
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "STRIPE_API_KEY=sk_test_job", "RECONCILE_TEST_CRASH_AT="+crashAt,
+		"RECONCILE_TEST_CLOCK_OFFSET="+w.later.String())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -157,7 +162,9 @@ func (w *applyWorld) reconcile(crashAt string, extra ...string) (int, *runResult
 }
 
 // converge runs until no run is skipped and no action is left deferred by
-// the live leases of a killed run: at most a few lease lengths.
+// the live leases of a killed run. Instead of waiting for those leases to
+// run out, each next run starts with its clock (and its ledger's) a lease
+// later: the crash matrix's binary reads RECONCILE_TEST_CLOCK_OFFSET.
 func (w *applyWorld) converge() *runResult {
 	for range 5 {
 		code, r, errOut := w.reconcile("")
@@ -167,7 +174,7 @@ func (w *applyWorld) converge() *runResult {
 		if r != nil && !hasOutcome(r, "deferred") {
 			return r
 		}
-		time.Sleep(1100 * time.Millisecond) // the killed run's lease runs out
+		w.later += 1100 * time.Millisecond // past the killed run's leases
 	}
 	w.t.Fatal("actions stayed deferred after five runs")
 	return nil
@@ -472,7 +479,7 @@ func TestOnCallFindsShowsAndResolvesAnEscalation(t *testing.T) {
 // RECONCILE_REQUIRE_TOOLS=1.
 func requireFailpoints(t *testing.T) {
 	t.Helper()
-	if failpoints {
+	if job.Failpoints {
 		return
 	}
 	msg := "the crash points are only in a binary built with -tags failpoints: go test -tags failpoints ./cmd/reconcile (scripts/test does)"

@@ -127,7 +127,7 @@ func (a *app) demo(ctx context.Context, dir string, keep bool) error {
 		f.out.jsonPath = filepath.Join(dir, fmt.Sprintf("round-%d.json", n))
 		f.out.xlsxPath = filepath.Join(dir, roundWorkbook(n))
 		say("\n   reconcile run --apply --lag 1h --grace 0 --ledger sqlite:%s --json %s --xlsx %s %s\n", ledgerPath, f.out.jsonPath, f.out.xlsxPath, strings.Join(inputs, " "))
-		run := &app{stdout: &indent{w: out}, stderr: a.stderr, log: quiet, ledgerURL: "sqlite:" + ledgerPath}
+		run := &app{stdout: &indent{w: out}, stderr: a.stderr, log: quiet, ledgerURL: "sqlite:" + ledgerPath, clock: a.clock}
 		err := run.run(ctx, f, inputs)
 		if err != nil && !needsPersonOnly(err) {
 			return err
@@ -147,7 +147,7 @@ func (a *app) demo(ctx context.Context, dir string, keep bool) error {
 	if err != nil {
 		return err
 	}
-	person := &app{stdout: &indent{w: out}, stderr: a.stderr}
+	person := &app{stdout: &indent{w: out}, stderr: a.stderr, clock: a.clock}
 	pager := []string{"--pager-webhook", pagerSrv.URL}
 	for _, args := range [][]string{
 		{"escalations"},

@@ -15,6 +15,7 @@ import (
 	"reconcile"
 	"reconcile/fixtures"
 	"reconcile/ingest"
+	"reconcile/job"
 	"reconcile/ledgerdb/ledgertest"
 )
 
@@ -65,7 +66,7 @@ func BenchmarkIngest(b *testing.B) {
 					store := ledgertest.New(b, "postgres").Open(b, nil)
 					b.StartTimer()
 					var err error
-					if in, _, err = persist(context.Background(), store, src, "", &ingest.Options{}, &collectRejected{}); err != nil {
+					if in, err = (&job.Job{Store: store}).Ingest(context.Background(), src, &ingest.Options{}, false, new(job.RejectedList).Collect(0)); err != nil {
 						b.Fatal(err)
 					}
 					if in.AlreadyIngested || in.Evidence != rows {

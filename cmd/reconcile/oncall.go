@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,43 +16,10 @@ import (
 
 	"reconcile"
 	"reconcile/escalate"
+	"reconcile/job"
 	"reconcile/ledgerdb"
 	"reconcile/report"
 )
-
-// showResult is what `reconcile show` knows of one effect.
-type showResult struct {
-	Effect        *reconcile.Effect      `json:"effect"`
-	State         *reconcile.EffectState `json:"state,omitempty"`
-	Evidence      []reconcile.Evidence   `json:"evidence"`
-	Claims        []reconcile.Claim      `json:"actions"`
-	Compensations []reconcile.Effect     `json:"compensations"`
-	Escalations   []escalationView       `json:"escalations"`
-	History       []ledgerdb.RunFinding  `json:"history"`
-}
-
-// escalationView is an escalation as the on-call commands show it: as the
-// ledger holds it, and why its page failed when the pager did not take it
-// (PagedAt is then unset; the next run with --apply sends it again).
-type escalationView struct {
-	reconcile.Escalation
-	PageFailed bool   `json:"page_failed,omitempty"`
-	PageError  string `json:"page_error,omitempty"`
-}
-
-// withPages gives each escalation its page's failure, if any.
-func withPages(ctx context.Context, store ledgerdb.Store, es []reconcile.Escalation) ([]escalationView, error) {
-	failed, err := escalate.PageErrors(ctx, store, es)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]escalationView, len(es))
-	for i, e := range es {
-		msg, ok := failed[e.Key]
-		out[i] = escalationView{Escalation: e, PageFailed: ok, PageError: msg}
-	}
-	return out, nil
-}
 
 func (a *app) showCommand() *cobra.Command {
 	var jsonPath string
@@ -78,42 +44,10 @@ Example:
 			}
 			defer store.Close()
 			key := args[0]
-			res := &showResult{}
-			if res.Effect, err = store.Effect(ctx, key); errors.Is(err, reconcile.ErrNotFound) {
+			res, err := job.Show(ctx, store, key)
+			if errors.Is(err, reconcile.ErrNotFound) {
 				return usageError("no effect %q in the ledger", key)
 			} else if err != nil {
-				return err
-			}
-			states, err := store.EffectStates(ctx, []string{key})
-			if err != nil {
-				return err
-			}
-			if st, ok := states[key]; ok {
-				res.State = &st
-			}
-			link := &ledgerdb.LinkParams{Keys: []string{key}}
-			if res.Effect.ExternalID != "" {
-				link.IDs = []string{res.Effect.ExternalID}
-			}
-			if res.Evidence, err = store.LinkedEvidence(ctx, link); err != nil {
-				return err
-			}
-			if res.Claims, err = store.ClaimsOf(ctx, key); err != nil {
-				return err
-			}
-			for _, c := range res.Claims {
-				if e, err := store.Effect(ctx, c.Key); err == nil && e.ParentKey == key {
-					res.Compensations = append(res.Compensations, *e)
-				}
-			}
-			es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Subject: key})
-			if err != nil {
-				return err
-			}
-			if res.Escalations, err = withPages(ctx, store, es); err != nil {
-				return err
-			}
-			if res.History, err = store.EffectFindings(ctx, key); err != nil {
 				return err
 			}
 			if jsonPath != "" {
@@ -137,7 +71,7 @@ Example:
 // printShow writes what the ledger knows of an effect for people. Every
 // text from the ledger goes through report.Printable: an id, a reason or
 // a provider's error cannot draw on the terminal.
-func printShow(w io.Writer, r *showResult) {
+func printShow(w io.Writer, r *job.EffectView) {
 	p := report.Printable
 	e := r.Effect
 	fmt.Fprintf(w, "effect %s\n  step %s at %s, %s", p(e.Key), p(e.Step), p(e.Provider), p(string(e.Status)))
@@ -216,7 +150,7 @@ func stamp(t time.Time) string {
 // printEscalations writes the escalations table, its text made Printable.
 // A page the pager did not take reads "FAILED", with the pager's answer
 // under the reason.
-func printEscalations(tw io.Writer, es []escalationView) {
+func printEscalations(tw io.Writer, es []job.EscalationView) {
 	p := report.Printable
 	fmt.Fprintln(tw, "  OPENED\tSTATUS\tCLASS\tSUBJECT\tPAGED\tREASON\t")
 	for _, e := range es {
@@ -278,13 +212,13 @@ Example:
 					return err
 				}
 				fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", report.Printable(e.Key), report.Printable(e.AcknowledgedBy), stamp(e.AcknowledgedAt))
-				return (&escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}).Acknowledged(ctx, e)
+				return (&escalate.Raiser{Store: store, Pager: a.pager(&pager, ""), Log: a.log}).Acknowledged(ctx, e)
 			}
 			list, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
 			if err != nil {
 				return err
 			}
-			es, err := withPages(ctx, store, list)
+			es, err := job.WithPages(ctx, store, list)
 			if err != nil {
 				return err
 			}
@@ -362,7 +296,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager), Log: a.log}
+			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager, ""), Log: a.log}
 			fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", report.Printable(args[0]), res, report.Printable(by), out.Effect.Status)
 			for _, e := range out.Closed {
 				fmt.Fprintf(a.stdout, "  closed escalation %s\n", report.Printable(e.Key))
@@ -380,7 +314,7 @@ Example:
 	return cmd
 }
 
-func countFailed(es []escalationView) int {
+func countFailed(es []job.EscalationView) int {
 	n := 0
 	for _, e := range es {
 		if e.PageFailed {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"reconcile"
-	"reconcile/ledgerdb"
+	"reconcile/job"
 	"reconcile/report"
 )
 
@@ -96,7 +96,7 @@ type escalationJSON struct {
 	PageError      string     `json:"page_error"`
 }
 
-func escalationsOut(es []escalationView) []escalationJSON {
+func escalationsOut(es []job.EscalationView) []escalationJSON {
 	out := make([]escalationJSON, len(es))
 	for i, e := range es {
 		out[i] = escalationJSON{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, RunID: e.RunID, Status: string(e.Status),
@@ -125,7 +125,7 @@ type showJSON struct {
 	History       []findingJSON    `json:"history"`
 }
 
-func showOut(r *showResult) *showJSON {
+func showOut(r *job.EffectView) *showJSON {
 	out := &showJSON{Effect: effectOut(r.Effect), Evidence: []evidenceJSON{}, Claims: []claimJSON{}, Compensations: []effectJSON{},
 		Escalations: escalationsOut(r.Escalations), History: []findingJSON{}}
 	if st := r.State; st != nil {
@@ -145,23 +145,9 @@ func showOut(r *showResult) *showJSON {
 		out.Compensations = append(out.Compensations, effectOut(&r.Compensations[i]))
 	}
 	for _, f := range r.History {
-		out.History = append(out.History, findingJSON{RunID: f.RunID, At: timeOrNil(f.At), Discrepancy: findingOut(&f)})
+		out.History = append(out.History, findingJSON{RunID: f.RunID, At: timeOrNil(f.At), Discrepancy: report.FindingOf(&f.Discrepancy)})
 	}
 	return out
-}
-
-// findingOut is a recorded finding in the run result's shape.
-func findingOut(f *ledgerdb.RunFinding) report.Discrepancy {
-	d := report.Discrepancy{Class: f.Class, EffectKey: f.EffectKey, Provider: f.Provider, Currency: f.Currency, ExpectedMinor: f.ExpectedMinor,
-		ObservedMinor: f.ObservedMinor, Transactions: []string{}, Actions: []report.Action{}, Reason: f.Reason}
-	for _, t := range f.Transactions {
-		d.Transactions = append(d.Transactions, t.ID)
-	}
-	for _, x := range f.Actions {
-		d.Actions = append(d.Actions, report.Action{Kind: x.Kind, Key: x.Key, Target: x.Target, Outcome: x.Outcome,
-			AmountMinor: x.Amount.Minor, Currency: x.Amount.Currency, Made: x.Made, Note: x.Note})
-	}
-	return d
 }
 
 func rawOrNull(b json.RawMessage) json.RawMessage {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"reconcile/job"
 	"reconcile/ledgerdb/ledgertest"
 )
 
@@ -29,7 +30,7 @@ func badRows(n int) string {
 // kept in the ledger, but what a result lists of them is bounded, with the
 // count of the rest: a million bad rows once took gigabytes of memory.
 func TestRejectedRowsAreCountedExactlyAndListedWithinABound(t *testing.T) {
-	const n = maxListedRejected + 500
+	const n = job.MaxListedRejected + 500
 	report := writeFile(t, "bad.itemized.csv", badRows(n))
 	type listed struct {
 		Inputs []struct {
@@ -43,13 +44,13 @@ func TestRejectedRowsAreCountedExactlyAndListedWithinABound(t *testing.T) {
 	}
 	check := func(what string, r *listed) {
 		t.Helper()
-		if len(r.Inputs) != 1 || r.Inputs[0].Rejected != n || len(r.Rejected) != maxListedRejected || r.Unlisted != n-maxListedRejected {
+		if len(r.Inputs) != 1 || r.Inputs[0].Rejected != n || len(r.Rejected) != job.MaxListedRejected || r.Unlisted != n-job.MaxListedRejected {
 			t.Errorf("%s: %d rejected counted, %d listed, %d unlisted; want %d, %d, %d", what, r.Inputs[0].Rejected, len(r.Rejected), r.Unlisted,
-				n, maxListedRejected, n-maxListedRejected)
+				n, job.MaxListedRejected, n-job.MaxListedRejected)
 		}
-		if len(r.Rejected) > 0 && (r.Rejected[0].Line != 3 || len(r.Rejected[0].Raw) > maxListedRaw+64) {
+		if len(r.Rejected) > 0 && (r.Rejected[0].Line != 3 || len(r.Rejected[0].Raw) > job.MaxListedRaw+64) {
 			t.Errorf("%s: first listed row is line %d with %d bytes of raw text, want line 3 cut to about %d", what, r.Rejected[0].Line,
-				len(r.Rejected[0].Raw), maxListedRaw)
+				len(r.Rejected[0].Raw), job.MaxListedRaw)
 		}
 	}
 	code, out, errOut := reconcileCmd(t, "ingest", "--check", "--json", "-", report)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"reconcile/clock"
+	"reconcile/job"
 	"reconcile/report"
 )
 
@@ -41,11 +43,12 @@ type app struct {
 	logFormat      string
 	logLevel       string
 	ledgerURL      string
+	clock          clock.Clock // the machine's
 }
 
 // Main runs the command line args and returns the exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &app{stdout: stdout, stderr: stderr, clock: job.SystemClock()}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/robfig/cron/v3"
 	"github.com/spf13/cobra"
 
-	"reconcile"
+	"reconcile/job"
 	"reconcile/ledgerdb"
 )
 
@@ -62,70 +60,26 @@ Example:
 	return cmd
 }
 
-// schedule runs f at every slot of sched until ctx is done. Runs are made
-// one after the other, so a run that overruns the next slots makes them
-// skipped, and says so.
+// schedule runs f at every slot of sched until ctx is done.
 func (a *app) schedule(ctx context.Context, sched cron.Schedule, spec string, f *runFlags, args []string) error {
 	if err := f.act.checkDurations(); err != nil {
 		return err // not once a night, in a log nobody reads
 	}
-	store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+	store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	next := sched.Next(time.Now())
-	a.log.Info("schedule started", "cron", spec, "next", next.Format(time.RFC3339))
-	for {
-		timer := time.NewTimer(time.Until(next))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			a.log.Info("schedule stopped")
-			return nil
-		case <-timer.C:
+	j := &job.Job{Store: store, Clock: a.clock, Owner: owner(), Log: a.log}
+	j.Schedule(ctx, sched, spec, func(ctx context.Context, slot time.Time) {
+		run := *f
+		run.slot = slot.UTC().Format(time.RFC3339)
+		var ee *exitError
+		if err := a.run(ctx, &run, args); errors.As(err, &ee) && ee.code == exitPerson {
+			a.log.Warn("scheduled run needs a person", "slot", run.slot, "err", err)
+		} else if err != nil {
+			a.log.Error("scheduled run failed", "slot", run.slot, "err", err)
 		}
-		slot := next
-		if taken, err := a.takeSlot(ctx, store, spec, slot); err != nil {
-			a.log.Error("slot not claimed; skipped", "slot", slot.Format(time.RFC3339), "err", err)
-		} else if taken {
-			run := *f
-			run.slot = slot.UTC().Format(time.RFC3339)
-			var ee *exitError
-			if err := a.run(ctx, &run, args); errors.As(err, &ee) && ee.code == exitPerson {
-				a.log.Warn("scheduled run needs a person", "slot", run.slot, "err", err)
-			} else if err != nil {
-				a.log.Error("scheduled run failed", "slot", run.slot, "err", err)
-			}
-		}
-		next = sched.Next(time.Now())
-		if missed := countBetween(sched, slot, next); missed > 0 {
-			a.log.Warn("the run overran the next slots: they were skipped", "skipped", missed, "next", next.Format(time.RFC3339))
-		}
-	}
-}
-
-// takeSlot claims one slot of the schedule for this process: exactly one
-// replica gets each slot.
-func (a *app) takeSlot(ctx context.Context, store ledgerdb.Store, spec string, slot time.Time) (bool, error) {
-	key := fmt.Sprintf("schedule:%s@%s", spec, slot.UTC().Format(time.RFC3339))
-	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: key, Owner: owner()})
-	if err != nil || c.Outcome != reconcile.Claimed {
-		if err == nil {
-			a.log.Debug("slot taken by another scheduler", "slot", slot.Format(time.RFC3339), "holder", c.Claim.Owner)
-		}
-		return false, err
-	}
-	result, _ := json.Marshal(map[string]string{"slot": slot.UTC().Format(time.RFC3339)})
-	_, err = store.Settle(ctx, &ledgerdb.SettleParams{Key: key, Fence: c.Claim.Fence, Owner: owner(), Success: true, Result: result})
-	return err == nil, err
-}
-
-// countBetween counts the slots of sched strictly between from and to.
-func countBetween(sched cron.Schedule, from, to time.Time) int {
-	n := 0
-	for t := sched.Next(from); t.Before(to) && n < 1000; t = sched.Next(t) {
-		n++
-	}
-	return n
+	})
+	return nil
 }

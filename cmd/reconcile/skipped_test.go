@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"reconcile/job"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgertest"
 	"reconcile/report"
@@ -24,7 +25,7 @@ func TestSkippedRunSaysSoInItsJSONResult(t *testing.T) {
 	l := ledgertest.New(t, "sqlite")
 	ctx := context.Background()
 	holder := "cron-host:4242:rec_20261129T043000Z_aaaaaa"
-	if _, err := l.Open(t, nil).Claim(ctx, &ledgerdb.ClaimParams{Key: runLeaseKey, Owner: holder, TTL: time.Hour}); err != nil {
+	if _, err := l.Open(t, nil).Claim(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: holder, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	input := writeFile(t, "x.itemized.csv", settlement)

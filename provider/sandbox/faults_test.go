@@ -98,6 +98,67 @@ func TestHangDoesTheWorkAfterTheCallerLeft(t *testing.T) {
 	waitFor(t, func() bool { return len(s.Refunds()) == 1 })
 }
 
+// Arrived closes when a hung call reaches the sandbox, before it makes
+// anything, and Landed when its work is done; a replay arrives but does not
+// land, and a request under another key closes neither.
+func TestArrivedAndLandedSeeAHungCall(t *testing.T) {
+	s, base := start(t, sandbox.Options{})
+	s.Inject(sandbox.Fault{Op: sandbox.OpCreatePaymentIntent, Key: "k1", Kind: sandbox.FaultHang, Times: 1, Delay: 300 * time.Millisecond})
+	arrived, landed := s.Arrived("k1"), s.Landed("k1")
+	do(t, "POST", base+"/v1/payment_intents", "k2", charge("100", "eur", "k2"))
+	select {
+	case <-arrived:
+		t.Fatal("a request under k2 closed Arrived(k1)")
+	case <-landed:
+		t.Fatal("a request under k2 closed Landed(k1)")
+	default:
+	}
+	done := make(chan answer, 1)
+	go func() {
+		a, err := send("POST", base+"/v1/payment_intents", "k1", charge("1420", "eur", "k1"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- a
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hung request did not arrive within 5s")
+	}
+	select {
+	case <-landed:
+		t.Fatal("Landed closed while the request hangs")
+	default:
+	}
+	if n := len(s.Payments()); n != 1 {
+		t.Errorf("sandbox holds %d payments while the call hangs, want only k2's", n)
+	}
+	select {
+	case <-landed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hung request did not land within 5s")
+	}
+	if n := len(s.Payments()); n != 2 {
+		t.Errorf("sandbox holds %d payments once the call landed, want 2", n)
+	}
+	<-done
+	arrived, landed = s.Arrived("k1"), s.Landed("k1")
+	if a := do(t, "POST", base+"/v1/payment_intents", "k1", charge("1420", "eur", "k1")); a.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the retry = %s, want a replay", a.raw)
+	}
+	select {
+	case <-arrived:
+	default:
+		t.Error("the replay was answered without Arrived closing")
+	}
+	select {
+	case <-landed:
+		t.Error("a replay landed")
+	default:
+	}
+}
+
 func TestLatencyBeyondTheCallersPatienceMakesNothing(t *testing.T) {
 	s, base := start(t, sandbox.Options{})
 	s.Inject(sandbox.Fault{Kind: sandbox.FaultLatency, Delay: 100 * time.Millisecond})

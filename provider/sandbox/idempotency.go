@@ -93,3 +93,57 @@ func (s *Server) InFlight() int {
 	}
 	return n
 }
+
+// Arrived returns a channel that is closed when the next POST under the
+// Idempotency-Key key arrives, once it has met its fault, if any. A test
+// calls it before the request is sent, then waits on it, without sleeping,
+// until the call is at the provider (held there by a latency or hang fault,
+// say) before it moves on; a request that arrived before the call is not
+// seen.
+func (s *Server) Arrived(key string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return watch(s.arrivals, key)
+}
+
+// Landed returns a channel that is closed when the next POST under key
+// that takes the key has done its work, whether or not its caller is still
+// there: a hung call closes it when it finally lands. Once it is closed,
+// what the request made is in Payments or Refunds. Replays, and requests
+// refused because the key is in use or was used otherwise, do not land. As
+// with Arrived, only requests after the call are seen.
+func (s *Server) Landed(key string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return watch(s.landings, key)
+}
+
+// arrive closes the channel Arrived gave out for key, if any.
+func (s *Server) arrive(key string) {
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	notify(s.arrivals, key)
+}
+
+// watch returns the channel in m that the next notify of key closes, with
+// s.mu held. Only keys somebody waits on are kept, so a long-running sandbox
+// does not grow with them.
+func watch(m map[string]chan struct{}, key string) chan struct{} {
+	ch := m[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		m[key] = ch
+	}
+	return ch
+}
+
+// notify closes and forgets the channel in m watching key, with s.mu held.
+func notify(m map[string]chan struct{}, key string) {
+	if ch := m[key]; ch != nil {
+		close(ch)
+		delete(m, key)
+	}
+}

@@ -48,8 +48,10 @@ type Server struct {
 	refunds  []*refund           // in the order they were made
 	keys     map[string]*keyEntry
 	faults   []*Fault
-	events   []json.RawMessage // webhook events, in the order they happened
-	made     int               // POSTs that made something
+	events   []json.RawMessage        // webhook events, in the order they happened
+	made     int                      // POSTs that made something
+	arrivals map[string]chan struct{} // the channels Arrived gave out, by key
+	landings map[string]chan struct{} // the channels Landed gave out, by key
 }
 
 // New returns an empty sandbox.
@@ -62,6 +64,8 @@ func New(opt Options) *Server {
 		intents:  map[string]*payment{},
 		charges:  map[string]*payment{},
 		keys:     map[string]*keyEntry{},
+		arrivals: map[string]chan struct{}{},
+		landings: map[string]chan struct{}{},
 	}
 	if s.ttl <= 0 {
 		s.ttl = 24 * time.Hour
@@ -159,6 +163,7 @@ func (s *Server) serve(op string, fn endpoint) http.HandlerFunc {
 		}
 
 		f := s.takeFault(op, key)
+		s.arrive(key)
 		kind := ""
 		if f != nil {
 			kind = f.Kind
@@ -220,6 +225,7 @@ func (s *Server) run(r *http.Request, fn endpoint, form url.Values, key, reqID s
 	resp := fn(s, r, form, key, reqID)
 	if key != "" {
 		s.finish(key, resp)
+		notify(s.landings, key)
 	}
 	return resp, false
 }

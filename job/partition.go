@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"cmp"
@@ -28,8 +28,9 @@ type partitionMatch struct {
 	outOfScope int
 	done       atomic.Int64 // partitions matched, for the progress line
 	count      atomic.Int64
-	linked     func()        // called when the first partition comes: the ledger has linked the evidence
-	matching   time.Duration // spent classifying, as opposed to reading and recording
+	linked     func()           // called when the first partition comes: the ledger has linked the evidence
+	now        func() time.Time // the run's clock
+	matching   time.Duration    // spent classifying, as opposed to reading and recording
 }
 
 // match classifies one partition and returns the confirmations to record:
@@ -40,7 +41,7 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	if part.Index == 0 && m.linked != nil {
 		m.linked()
 	}
-	defer func(t time.Time) { m.matching += time.Since(t) }(time.Now())
+	defer func(t time.Time) { m.matching += m.now().Sub(t) }(m.now())
 	m.count.Store(int64(part.Count))
 	in := m.in
 	in.Effects = make([]matcher.Effect, len(part.Effects))

@@ -1,0 +1,261 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"reconcile"
+	"reconcile/ingest"
+	"reconcile/ledgerdb"
+	"reconcile/report"
+)
+
+// ingested is what a run's inputs gave: the report's part of them, and
+// their sources in the ledger.
+type ingested struct {
+	inputs    []report.Input
+	rejected  []report.Rejected // listed
+	unlisted  int               // rejected rows beyond those listed
+	sourceIDs []int64
+}
+
+// ingestAll writes the run's new inputs into the ledger. An input that
+// cannot be read at all stops the run before it changes anything: every
+// new input but the largest is read once, writing nothing, before any is
+// written; the largest is then written first, in a transaction of its own
+// that its failure rolls back, so that it is parsed only once (a local
+// file is hashed first, to find it in the manifest).
+func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (*ingested, error) {
+	defer j.phase("ingest")()
+	hashes := make([]string, len(srcs))
+	fresh := make([]bool, len(srcs))
+	first := -1 // the largest new input
+	for i, src := range srcs {
+		hash, found, err := j.lookupSource(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		hashes[i], fresh[i] = hash, !found
+		if !found && (first < 0 || src.Size > srcs[first].Size) {
+			first = i
+		}
+	}
+	order := make([]int, 0, len(srcs))
+	if first >= 0 {
+		order = append(order, first)
+	}
+	for i := range srcs {
+		if i == first {
+			continue
+		}
+		order = append(order, i)
+		if !fresh[i] {
+			continue
+		}
+		stop := j.ingestProgress("checking", srcs[i], opt)
+		in, err := ingest.Read(ctx, srcs[i], opt, Discard{})
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		hashes[i] = in.Hash
+	}
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs))}
+	var rejected RejectedList
+	for _, i := range order {
+		src, c := srcs[i], rejected.Collect(i)
+		stop := j.ingestProgress("ingesting", src, opt)
+		in, id, err := j.persist(ctx, src, hashes[i], opt, c)
+		stop()
+		if err != nil {
+			return nil, err
+		}
+		if in.AlreadyIngested { // report its rejected rows as the first run did
+			rej, err := j.Store.RejectedRows(ctx, id, MaxListedRejected+1) // no more than the result lists
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rej {
+				c.Reject(&r)
+			}
+			c.list.unlisted[c.i] += max(in.Rejected-len(rej), 0) // the rows not read back
+		}
+		out.sourceIDs[i] = id
+		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
+			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested}
+		for _, t := range in.Totals {
+			out.inputs[i].Totals = append(out.inputs[i].Totals, report.Volume{Provider: t.Provider, Currency: t.Currency, Kind: t.Kind,
+				Count: t.Count, AmountMinor: t.AmountMinor, FeeMinor: t.FeeMinor})
+		}
+	}
+	out.rejected, out.unlisted = rejected.Listed()
+	return out, nil
+}
+
+// Ingest reads one input into the ledger, unless its content is there
+// already, or with check only reads it, writing nothing (the Job then needs
+// no Store). Its rejected rows also go to c, for the report.
+func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options, check bool, c *RejectedSink) (*ingest.Input, error) {
+	stop := j.ingestProgress("reading", src, opt)
+	defer stop()
+	if check {
+		return ingest.Read(ctx, src, opt, c)
+	}
+	in, _, err := j.persist(ctx, src, "", opt, c)
+	return in, err
+}
+
+// persist ingests one source into the ledger, unless its content is there
+// already, and returns its account and its id in the manifest. hash is the
+// content's hash when the caller knows it, else "". Rejected rows also go to
+// c, for the report.
+func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink) (*ingest.Input, int64, error) {
+	if hash == "" && src.Local() {
+		var err error
+		if hash, err = src.Hash(ctx); err != nil {
+			return nil, 0, err
+		}
+	}
+	already := func(rec *ledgerdb.SourceRecord) (*ingest.Input, int64, error) {
+		return &ingest.Input{URI: src.URI, Format: rec.Format, Hash: rec.Hash, ETag: src.ETag, Bytes: rec.Bytes, Rows: rec.Rows,
+			Evidence: rec.Evidence, Rejected: rec.Rejected, Ignored: rec.Ignored, AlreadyIngested: true, Totals: []ingest.Total{}}, rec.ID, nil
+	}
+	rec, err := j.Store.FindSource(ctx, hash, src.ETag)
+	if err == nil {
+		return already(rec)
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, 0, err
+	}
+	var input *ingest.Input
+	res, err := j.Store.IngestSource(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
+		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			var err error
+			input, err = ingest.Read(ctx, src, opt, teeRejected{w, c})
+			if err != nil {
+				return nil, err
+			}
+			return &ledgerdb.SourceRecord{Format: input.Format, Hash: input.Hash, Bytes: input.Bytes, Rows: input.Rows,
+				Evidence: input.Evidence, Rejected: input.Rejected, Ignored: input.Ignored}, nil
+		})
+	if err != nil {
+		return nil, 0, err
+	}
+	if res.Duplicate { // another process ingested the same content meanwhile
+		c.reset()
+		if rec, err = j.Store.FindSource(ctx, input.Hash, src.ETag); err != nil {
+			return nil, 0, err
+		}
+		return already(rec)
+	}
+	return input, res.SourceID, nil
+}
+
+// lookupSource says whether a source's content is in the ledger already,
+// and gives its hash when it is known without reading it through.
+func (j *Job) lookupSource(ctx context.Context, src ingest.Source) (hash string, found bool, err error) {
+	if src.Local() {
+		if hash, err = src.Hash(ctx); err != nil {
+			return "", false, err
+		}
+	}
+	if _, err := j.Store.FindSource(ctx, hash, src.ETag); err == nil {
+		return hash, true, nil
+	} else if !errors.Is(err, reconcile.ErrNotFound) {
+		return "", false, err
+	}
+	return hash, false, nil
+}
+
+// teeRejected writes to the ledger and keeps rejected rows for the report.
+type teeRejected struct {
+	w ledgerdb.SourceWriter
+	c *RejectedSink
+}
+
+func (t teeRejected) Evidence(e *reconcile.Evidence) error { return t.w.Evidence(e) }
+func (t teeRejected) Reject(r *reconcile.Rejected) error {
+	t.c.Reject(r)
+	return t.w.Reject(r)
+}
+
+// A result lists at most MaxListedRejected rejected rows, each with at
+// most MaxListedRaw bytes of its raw text, and counts the rest: the counts
+// per input stay exact and a run keeps every rejected row whole in the
+// ledger, but a file of a million bad rows is not held in memory.
+const MaxListedRejected, MaxListedRaw = 1000, 1024
+
+// RejectedList is what a result lists of the rejected rows of all its
+// inputs.
+type RejectedList struct {
+	rows     [][]report.Rejected // per input
+	unlisted []int               // per input
+	n        int                 // rows listed
+}
+
+// Collect returns the sink that lists input i's rejected rows.
+func (l *RejectedList) Collect(i int) *RejectedSink {
+	for len(l.rows) <= i {
+		l.rows, l.unlisted = append(l.rows, nil), append(l.unlisted, 0)
+	}
+	return &RejectedSink{list: l, i: i}
+}
+
+// Listed returns the rows listed, in input order, and how many more there
+// are.
+func (l *RejectedList) Listed() ([]report.Rejected, int) {
+	out := slices.Concat(l.rows...)
+	if out == nil {
+		out = []report.Rejected{}
+	}
+	n := 0
+	for _, u := range l.unlisted {
+		n += u
+	}
+	return out, n
+}
+
+// RejectedSink lists an input's rejected rows and drops the evidence.
+type RejectedSink struct {
+	list *RejectedList
+	i    int
+}
+
+// Evidence drops e.
+func (c *RejectedSink) Evidence(*reconcile.Evidence) error { return nil }
+
+// Reject lists r, its raw text cut to MaxListedRaw bytes, or counts it
+// when the list is full.
+func (c *RejectedSink) Reject(r *reconcile.Rejected) error {
+	l := c.list
+	if l.n >= MaxListedRejected {
+		l.unlisted[c.i]++
+		return nil
+	}
+	raw := r.Raw
+	if len(raw) > MaxListedRaw {
+		raw = strings.ToValidUTF8(raw[:MaxListedRaw], "") + fmt.Sprintf("… (%d bytes in all)", len(r.Raw))
+	}
+	l.rows[c.i] = append(l.rows[c.i], report.Rejected{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: raw})
+	l.n++
+	return nil
+}
+
+// reset forgets what was listed of the input: it is reported otherwise.
+func (c *RejectedSink) reset() {
+	l := c.list
+	l.n -= len(l.rows[c.i])
+	l.rows[c.i], l.unlisted[c.i] = nil, 0
+}
+
+// Discard drops what a read gives: a read for the content's hash alone.
+type Discard struct{}
+
+// Evidence drops e.
+func (Discard) Evidence(*reconcile.Evidence) error { return nil }
+
+// Reject drops r.
+func (Discard) Reject(*reconcile.Rejected) error { return nil }

@@ -1,0 +1,210 @@
+// Package job is the reconciliation run as a library: it ingests and
+// persists the run's inputs, has the ledger scope and link them, matches
+// partition by partition, makes the actions, records the findings, pages,
+// and holds the ledger's run lease meanwhile; it also holds the schedule
+// loop that starts runs and what `reconcile show` tells of one effect.
+//
+// A Job takes its clock, ledger, provider and pager from its caller, so
+// that tests move a fake clock instead of sleeping. cmd/reconcile keeps
+// the flags, the output and the exit statuses.
+package job
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"reconcile"
+	"reconcile/clock"
+	"reconcile/compensate"
+	"reconcile/escalate"
+	"reconcile/ingest"
+	"reconcile/ledgerdb"
+	"reconcile/report"
+)
+
+// Job is what a run works with.
+type Job struct {
+	Store ledgerdb.Store
+	// Clock is the run's time: run ids, leases, cutoffs, grace periods.
+	// The ledger must be opened on the same clock. Default clock.System.
+	Clock clock.Clock
+	// Provider makes the actions; it may be nil when the run does not apply.
+	Provider compensate.Provider
+	// Pager takes the run's pages; default one that discards them.
+	Pager escalate.Pager
+	// Owner names this process in claims (host:pid); the run adds its id.
+	Owner string
+	Log   *slog.Logger // default: discard
+	// Progress, when set, shows how far a step is while it works: line
+	// says it; the function returned ends the display.
+	Progress func(line func() string) (stop func())
+}
+
+// RunParams are one run's inputs and limits.
+type RunParams struct {
+	// ID is the run's id; NewRunID makes one when it is empty.
+	ID      string
+	Sources []ingest.Source
+	Options *ingest.Options
+	// Args are recorded with the run, for people reading the runs table.
+	Args json.RawMessage
+	// AsOf pins the end of the evidence's coverage; zero takes it from the
+	// evidence. Lag is the settlement lag.
+	AsOf time.Time
+	Lag  time.Duration
+	// Apply makes the actions and sends the pages.
+	Apply bool
+	// RunLease takes the ledger's run lease for the run (for
+	// Actions.Lease), so that runs do not overlap.
+	RunLease bool
+	// Actions are the actions' limits: lease, key lifetime, grace,
+	// deferral, blast radius. The run sets its id, owner, Apply and log.
+	Actions compensate.Options
+	// PageUnexpected is, per currency, the unexpected money from which a
+	// person is paged; PageCritical the money at risk from which a page is
+	// critical.
+	PageUnexpected, PageCritical map[string]int64
+	// PageRetry is how a page the pager did not take is tried again.
+	PageRetry escalate.Retry
+	// PagerSecrets are removed from a pager's errors before they are shown.
+	PagerSecrets []string
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	RunID string
+	// Result is the run's result; a failed run's holds no findings, only
+	// the pages that failed.
+	Result *report.Result
+	// Skipped is set when another run held the run lease; Holder is its
+	// claim. Nothing was read or written.
+	Skipped bool
+	Holder  *reconcile.Claim
+	// PageErr says which pages the pager did not take: the run must not
+	// pass for a success.
+	PageErr error
+}
+
+func (j *Job) clock() clock.Clock {
+	if j.Clock == nil {
+		return clock.System{}
+	}
+	return j.Clock
+}
+
+func (j *Job) now() time.Time { return j.clock().Now().UTC() }
+
+func (j *Job) log() *slog.Logger {
+	if j.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return j.Log
+}
+
+func (j *Job) progress(line func() string) (stop func()) {
+	if j.Progress == nil {
+		return func() {}
+	}
+	return j.Progress(line)
+}
+
+// NewRunID names a run started at now: its time, and random bytes that keep
+// two runs started in one second apart.
+func NewRunID(now time.Time) string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return "rec_" + now.UTC().Format("20060102T150405Z") + "_" + hex.EncodeToString(b)
+}
+
+// Run makes one run: it takes the run lease, ingests the inputs, matches,
+// acts, records and, when it applies, pages; then it records how the run
+// ended, with its result. An unreadable input stops it before it changes
+// anything, with an error that wraps *ingest.InputError. A run that fails
+// after it started still returns its Outcome, whose Result has the pages
+// that failed, for the metrics.
+func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
+	if p.ID == "" {
+		p.ID = NewRunID(j.now())
+	}
+	out := &Outcome{RunID: p.ID}
+	log := j.log().With("run_id", p.ID)
+	j = &Job{Store: j.Store, Clock: j.clock(), Provider: j.Provider, Pager: j.Pager, Owner: j.Owner, Log: log, Progress: j.Progress}
+	owner := j.Owner + ":" + p.ID
+	raiser := &escalate.Raiser{Store: j.Store, Pager: j.pager(), Owner: owner, Log: log, Retry: p.PageRetry, Critical: p.PageCritical,
+		Hold: true}
+	opts := p.Actions
+	opts.RunID, opts.Owner, opts.Apply, opts.Log, opts.Crash, opts.Now = p.ID, owner, p.Apply, log, crash, j.clock().Now
+	ap := &compensate.Applier{Store: j.Store, Provider: j.Provider, Escalator: raiser, Options: opts}
+	if p.Apply && j.Provider == nil {
+		return out, errors.New("a run that applies needs a provider")
+	}
+	if p.RunLease {
+		lease, holder, err := j.takeRunLease(ctx, owner, p.Actions.Lease)
+		if err != nil {
+			return out, err
+		}
+		if lease == nil { // another run holds it: this one is skipped
+			out.Skipped, out.Holder = true, holder
+			return out, nil
+		}
+		defer lease.release()
+		ctx = lease.ctx
+	}
+	in, err := j.ingestAll(ctx, p.Sources, p.Options)
+	if err != nil {
+		return out, err
+	}
+	if _, err := j.Store.StartRun(ctx, &ledgerdb.StartRunParams{ID: p.ID, Args: p.Args}); err != nil {
+		return out, err
+	}
+	res, err := j.reconcile(ctx, p, in, ap)
+	if err != nil { // a failed run still reports its metrics and failed pages, without a success
+		res = &report.Result{RunID: p.ID, StartedAt: j.now()}
+	}
+	out.Result = res
+	if p.Apply { // the actions are made and the findings recorded: now the pages, even when the run failed
+		out.PageErr = j.pageOpen(ctx, raiser, res, p.PagerSecrets)
+		if err == nil {
+			res.FinishedAt = j.now()
+		}
+	}
+	status := reconcile.RunSucceeded
+	var resJSON []byte
+	if err != nil {
+		status = reconcile.RunFailed
+	} else {
+		// What the matching and the actions left is given back before the
+		// result, which for a large run is the largest thing it holds.
+		debug.FreeOSMemory()
+		var buf bytes.Buffer
+		buf.Grow(512 * len(res.Discrepancies)) // about what each takes: grown once, not doubled
+		if err = report.WriteJSON(&buf, res, false); err != nil {
+			status = reconcile.RunFailed
+		}
+		resJSON = buf.Bytes()
+	}
+	t := j.now()
+	if _, ferr := j.Store.FinishRun(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: p.ID, Status: status, Result: resJSON}); ferr != nil && err == nil {
+		err = ferr
+	}
+	log.Debug("phase done", "phase", "finish", "elapsed", j.now().Sub(t).Round(time.Millisecond), "result_mb", len(resJSON)>>20)
+	return out, err
+}
+
+func (j *Job) pager() escalate.Pager {
+	if j.Pager == nil {
+		return &escalate.Log{W: discardWriter{}}
+	}
+	return j.Pager
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
