@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,12 +26,13 @@ import (
 func (a *app) benchCommand() *cobra.Command {
 	var (
 		n       int
+		second  int
 		seed    uint64
 		dir     string
 		profile string
 	)
 	cmd := &cobra.Command{
-		Use:   "bench --effects N [--ledger URL] [--dir DIR]",
+		Use:   "bench --effects N [--second-night M] [--ledger URL] [--dir DIR]",
 		Short: "Generate a world of N effects and its settlement report, and time a run end to end",
 		Long: `bench generates a ledger of N charge effects (plus refunds) and a Stripe itemized settlement
 report about it (and a webhook dump that describes a third of its transactions again) with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
@@ -40,20 +42,46 @@ must be empty); then runs the reconciliation end to end (ingest, persist, match,
 and prints the time of each phase, the rows per second and the process's peak memory. It checks
 that the run found the classes the world was built with.
 
+With --second-night M it then measures the next night on the same ledger: it generates a second
+world of M effects, one day later and with keys and ids of its own (the world that --effects M
+with the same --seed makes, under other names), loads its effects beside the first night's, and
+runs the reconciliation again on the second world's report and webhook dump only. That run
+classifies the new effects and what the first night left open: its duplicated, mismatched and
+missing effects, and its pending ones, which are older than the second night's cutoff and so
+missing; not the first night's confirmed effects, nor its unexpected transactions again. The bench
+checks those classes and prints both nights' times side by side. The same M effects alone, on an
+empty ledger, are the night to compare it with.
+
 Example:
-  reconcile bench --effects 1000000 --ledger postgres://localhost/bench --dir /tmp/bench`,
+  reconcile bench --effects 1000000 --ledger postgres://localhost/bench --dir /tmp/bench
+  reconcile bench --effects 1000000 --second-night 100000 --dir /tmp/bench-nights   # a 100k night on a ledger holding a reconciled 1M night
+  reconcile bench --effects 100000 --dir /tmp/bench-100k                             # the same 100k night on an empty ledger`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.bench(cmd.Context(), n, seed, dir, profile) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if second < 0 {
+				return usageError("--second-night %d: want 0 or more effects", second)
+			}
+			return a.bench(cmd.Context(), n, second, seed, dir, profile)
+		},
 	}
 	a.addLedgerFlag(cmd)
 	cmd.Flags().IntVar(&n, "effects", 100000, "number of charge effects")
+	cmd.Flags().IntVar(&second, "second-night", 0, "then reconcile a second night of N new charge effects on the same ledger (0: none)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
-	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE")
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE (and of the second night's to FILE.night2)")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
 	return cmd
 }
 
-func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string) error {
+// benchNight is what the bench keeps of one night: what its world was
+// built with and how long its run took.
+type benchNight struct {
+	effects, lines int
+	want           map[reconcile.Class]int
+	elapsed        time.Duration
+}
+
+func (a *app) bench(ctx context.Context, n, second int, seed uint64, dir, profile string) error {
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "reconcile-bench-*"); err != nil {
@@ -70,13 +98,95 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, format+"\n", args...) }
 	t := time.Now()
 	world := fixtures.NewWorld(n, fixtures.DefaultRates, seed)
-	path := filepath.Join(dir, "bench.itemized.csv")
-	if err := writeWith(path, world.WriteItemized); err != nil {
+	path, events, size, err := a.benchLoad(ctx, world, dir, "bench", "", t)
+	if err != nil {
 		return err
 	}
-	events := filepath.Join(dir, "bench.events.jsonl")
-	if err := writeWith(events, world.WriteEvents); err != nil {
+	// The run reads the effects from the ledger and the report from the
+	// files: what the generator held is given back, and the peak is
+	// measured from here, so that it is the run's.
+	first := benchNight{effects: len(world.Effects), lines: world.Lines(), want: world.Want}
+	outside := world.Outside
+	world = nil
+	say("peak memory of generating and loading the world (VmHWM): %s", peakRSS())
+	if first.elapsed, err = a.benchMeasure(ctx, "", profile, filepath.Join(dir, "result.json"), first.lines, size, first.want, outside, path, events); err != nil {
 		return err
+	}
+	if second == 0 {
+		return nil
+	}
+	return a.benchSecondNight(ctx, first, second, seed, dir, profile)
+}
+
+// benchSecondNight measures the next night on the ledger the first night
+// reconciled: a world of n effects one day later, with keys and ids of its
+// own, whose report and webhook dump are reconciled on their own. It then
+// prints both nights' times side by side.
+func (a *app) benchSecondNight(ctx context.Context, first benchNight, n int, seed uint64, dir, profile string) error {
+	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, format+"\n", args...) }
+	t := time.Now()
+	// The prefix puts a letter where the first world's keys and ids have
+	// a digit (run_b0000000:charge:0, ch_b00000000, txn_b000000000), so
+	// that the two worlds share none.
+	world := fixtures.NewWorldWith(n, fixtures.DefaultRates, seed, fixtures.Options{Prefix: "b", Days: 1})
+	path, events, size, err := a.benchLoad(ctx, world, dir, "night2", "night 2: ", t)
+	if err != nil {
+		return err
+	}
+	night := benchNight{effects: len(world.Effects), lines: world.Lines(), want: maps.Clone(world.Want)}
+	outside := world.Outside
+	// The second night classifies the second world and what the first
+	// night left open. The first night's confirmed effects are final and
+	// out of its scope, and its unexpected transactions were reported by
+	// the run whose inputs described them, not again. Its duplicated and
+	// mismatched effects stay so: the run reads their earlier evidence, and
+	// without --apply nothing was repaired. Its missing effects are still
+	// missing; its pending ones were created between 21:00 and 22:00 on the
+	// first day, before the second night's cutoff (the second day's end,
+	// less the lag of 3 hours), and no evidence came: they are missing.
+	open := map[reconcile.Class]int{
+		reconcile.Duplicated: first.want[reconcile.Duplicated],
+		reconcile.Mismatched: first.want[reconcile.Mismatched],
+		reconcile.Missing:    first.want[reconcile.Missing] + first.want[reconcile.Pending],
+	}
+	left := 0
+	for c, k := range open {
+		night.want[c] += k
+		left += k
+	}
+	world = nil
+	say("night 2: peak memory of generating and loading the world (VmHWM): %s", peakRSS())
+	say("night 2: built: the second world's classes, and the %d effects the first night left open (%d duplicated, %d mismatched, %d missing, and %d pending that are now missing)",
+		left, first.want[reconcile.Duplicated], first.want[reconcile.Mismatched], first.want[reconcile.Missing], first.want[reconcile.Pending])
+	prof := profile
+	if prof != "" {
+		prof += ".night2"
+	}
+	if night.elapsed, err = a.benchMeasure(ctx, "night 2: ", prof, filepath.Join(dir, "result-night2.json"), night.lines, size, night.want, outside, path, events); err != nil {
+		return err
+	}
+	say("the two nights side by side:")
+	say("  night 1  %10s  %8d effects, %8d report lines, on an empty ledger", first.elapsed.Round(time.Millisecond), first.effects, first.lines)
+	say("  night 2  %10s  %8d effects, %8d report lines, and the %d effects night 1 left open, on a ledger of %d effects",
+		night.elapsed.Round(time.Millisecond), night.effects, night.lines, left, first.effects+night.effects)
+	say("  night 2 / night 1: %.3f", night.elapsed.Seconds()/first.elapsed.Seconds())
+	return nil
+}
+
+// benchLoad writes the world's report and webhook dump into dir as
+// NAME.itemized.csv and NAME.events.jsonl, and loads its effects into the
+// ledger, printing each step after the label (a night's name, or nothing).
+// It returns the two files and their size together. t is when the world's
+// generation began.
+func (a *app) benchLoad(ctx context.Context, world *fixtures.World, dir, name, label string, t time.Time) (string, string, int64, error) {
+	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, label+format+"\n", args...) }
+	path := filepath.Join(dir, name+".itemized.csv")
+	if err := writeWith(path, world.WriteItemized); err != nil {
+		return "", "", 0, err
+	}
+	events := filepath.Join(dir, name+".events.jsonl")
+	if err := writeWith(events, world.WriteEvents); err != nil {
+		return "", "", 0, err
 	}
 	info, _ := os.Stat(path)
 	einfo, _ := os.Stat(events)
@@ -85,31 +195,32 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 
 	store, loc, err := openForMigrate(ctx, a.ledgerURL) // a bench makes its own ledger
 	if err != nil {
-		return err
+		return "", "", 0, err
 	}
 	if _, err := store.Migrate(ctx); err != nil {
 		store.Close()
-		return err
+		return "", "", 0, err
 	}
 	t = time.Now()
 	if err := store.LoadEffects(ctx, world.Effects); err != nil {
 		store.Close()
-		return fmt.Errorf("load effects (the ledger must be empty): %w", err)
+		return "", "", 0, fmt.Errorf("load effects (the ledger must be empty): %w", err)
 	}
 	store.Close()
 	say("loaded the effects into %s in %s", where(loc), since(t))
-	// The run reads the effects from the ledger and the report from the
-	// files: what the generator held is given back, and the peak is
-	// measured from here, so that it is the run's.
-	want, lines, outside := world.Want, world.Lines(), world.Outside
-	world = nil
-	say("peak memory of generating and loading the world (VmHWM): %s", peakRSS())
+	return path, events, info.Size() + einfo.Size(), nil
+}
 
-	t = time.Now()
+// benchMeasure runs one night's reconciliation on its inputs, prints its
+// time, speed and peak memory after the label, checks its classes against
+// want and its JSON result against the contract, and returns how long the
+// run took. lines is the report's, size both inputs'.
+func (a *app) benchMeasure(ctx context.Context, label, profile, result string, lines int, size int64, want map[reconcile.Class]int, outside int, inputs ...string) (time.Duration, error) {
+	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, format+"\n", args...) }
+	t := time.Now()
 	var (
 		counts map[string]int
 		peak   string
-		result = filepath.Join(dir, "result.json")
 	)
 	if exe, err := os.Executable(); err == nil && profile == "" && !strings.HasSuffix(exe, ".test") {
 		// A child starts with its parent's peak (Linux keeps it across
@@ -117,19 +228,19 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 		runtime.GC()
 		debug.FreeOSMemory()
 		resetPeakRSS()
-		counts, peak, err = a.benchRun(ctx, exe, result, path, events)
+		counts, peak, err = a.benchRun(ctx, exe, result, inputs...)
 		if err != nil {
-			return err
+			return 0, err
 		}
-	} else if counts, err = a.benchRunHere(ctx, profile, result, path, events); err != nil {
-		return err
+	} else if counts, err = a.benchRunHere(ctx, profile, result, inputs...); err != nil {
+		return 0, err
 	} else {
 		peak = peakRSS() + " (VmHWM since the world was loaded)"
 	}
 	elapsed := time.Since(t)
-	say("run end to end: %s, %.0f report lines/s, %.1f MB/s of both inputs", elapsed.Round(time.Millisecond), float64(lines)/elapsed.Seconds(),
-		float64(info.Size()+einfo.Size())/1e6/elapsed.Seconds())
-	say("peak memory of the run: %s", peak)
+	say(label+"run end to end: %s, %.0f report lines/s, %.1f MB/s of both inputs", elapsed.Round(time.Millisecond), float64(lines)/elapsed.Seconds(),
+		float64(size)/1e6/elapsed.Seconds())
+	say(label+"peak memory of the run: %s", peak)
 	for _, c := range []reconcile.Class{reconcile.Confirmed, reconcile.Duplicated, reconcile.Missing, reconcile.Pending, reconcile.Mismatched, reconcile.Unexpected} {
 		mark := "ok"
 		if counts[string(c)] != want[c] {
@@ -140,15 +251,15 @@ func (a *app) bench(ctx context.Context, n int, seed uint64, dir, profile string
 	say("  (and %d refunds of our charges that no effect made: shown with their charges, not unexpected)", outside)
 	f, err := os.Open(result)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	if err := report.CheckContract(bufio.NewReader(f)); err != nil {
-		return fmt.Errorf("the JSON result %s breaks the contract: %w", result, err)
+		return 0, fmt.Errorf("the JSON result %s breaks the contract: %w", result, err)
 	}
 	fi, _ := f.Stat()
-	say("the JSON result (%s, %.0f MB) keeps the contract", result, float64(fi.Size())/1e6)
-	return nil
+	say(label+"the JSON result (%s, %.0f MB) keeps the contract", result, float64(fi.Size())/1e6)
+	return elapsed, nil
 }
 
 // benchArgs are the flags of the benchmark's run: the generator's report
@@ -197,7 +308,10 @@ func (a *app) benchRunHere(ctx context.Context, profile, result string, inputs .
 		defer pprof.StopCPUProfile()
 	}
 	var out strings.Builder
-	quiet := &app{stdout: &out, stderr: a.stderr, log: a.log, ledgerURL: a.ledgerURL}
+	// The run gets this app whole (its ledger, log and clock), but writes
+	// its summary here, to be read.
+	quiet := *a
+	quiet.stdout = &out
 	f, cmd := &runFlags{}, &cobra.Command{}
 	f.add(cmd)
 	if err := cmd.Flags().Parse(append([]string{"--json", result}, benchArgs...)); err != nil {
