@@ -329,6 +329,10 @@ func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
 		}
 		if len(first.Orphans) != 1 || first.Orphans[0].StaleFence != 1 || first.Orphans[0].CurrentFence != 2 {
 			t.Errorf("orphans = %+v, want one, fence 1 against 2", first.Orphans)
+		} else if made := outcome(t, second, key).Made; made == "" || !strings.Contains(string(first.Orphans[0].StaleResult), made) {
+			// The late call was answered from the provider's idempotency
+			// store: what it reports is the refund the second run made.
+			t.Errorf("the orphan's result %s does not name the refund made, %q", first.Orphans[0].StaleResult, made)
 		}
 		if n := refundsOf(w.sb, key); n != 1 {
 			t.Errorf("%d refunds, want 1", n)
@@ -448,8 +452,15 @@ func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
 		key := d.Actions[0].Key
 		w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: key, Kind: sandbox.FaultHang, Delay: time.Second})
 		landed := w.sb.Landed(key)
-		for _, run := range []string{"rec_1", "rec_2", "rec_3"} {
+		w.act(w.applier("rec_1", compensate.Options{Grace: -1}), []reconcile.Discrepancy{d})
+		again := w.sb.Arrived(key) // any call under the key after the first
+		for _, run := range []string{"rec_2", "rec_3"} {
 			w.act(w.applier(run, compensate.Options{Grace: -1}), []reconcile.Discrepancy{d})
+		}
+		select {
+		case <-again:
+			t.Error("a later run called the provider again under the key of a call in doubt")
+		default:
 		}
 		if n := w.pages.triggers(); n != 1 {
 			t.Errorf("%d pages across three runs, want 1", n)

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"reconcile"
-	"reconcile/escalate"
 	"reconcile/job"
 	"reconcile/ledgerdb"
 	"reconcile/report"
@@ -38,7 +37,7 @@ Example:
 				return err
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
 			if err != nil {
 				return err
 			}
@@ -198,21 +197,20 @@ Example:
 				return err
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
 			if err != nil {
 				return err
 			}
 			defer store.Close()
 			if ack != "" {
-				e, err := store.Acknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: ack, By: by})
+				e, err := job.Acknowledge(ctx, store, a.pager(&pager, ""), a.log, ack, by)
 				if errors.Is(err, reconcile.ErrNotFound) || errors.Is(err, reconcile.ErrInvalidTransition) {
 					return usageError("--ack %s: %v", ack, err)
 				}
-				if err != nil {
-					return err
+				if e != nil {
+					fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", report.Printable(e.Key), report.Printable(e.AcknowledgedBy), stamp(e.AcknowledgedAt))
 				}
-				fmt.Fprintf(a.stdout, "%s acknowledged by %s at %s\n", report.Printable(e.Key), report.Printable(e.AcknowledgedBy), stamp(e.AcknowledgedAt))
-				return (&escalate.Raiser{Store: store, Pager: a.pager(&pager, ""), Log: a.log}).Acknowledged(ctx, e)
+				return err
 			}
 			list, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
 			if err != nil {
@@ -284,24 +282,23 @@ Example:
 				return usageError("--note is required: say what was decided and why")
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{})
+			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			out, err := store.Resolve(ctx, &ledgerdb.ResolveParams{EffectKey: args[0], As: res, Note: note, By: by, ExternalID: extID})
+			out, err := job.Resolve(ctx, store, a.pager(&pager, ""), a.log,
+				&ledgerdb.ResolveParams{EffectKey: args[0], As: res, Note: note, By: by, ExternalID: extID})
 			if errors.Is(err, reconcile.ErrNotFound) {
 				return usageError("no effect %q in the ledger", args[0])
 			}
-			if err != nil {
-				return err
+			if out != nil {
+				fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", report.Printable(args[0]), res, report.Printable(by), out.Effect.Status)
+				for _, e := range out.Closed {
+					fmt.Fprintf(a.stdout, "  closed escalation %s\n", report.Printable(e.Key))
+				}
 			}
-			raiser := &escalate.Raiser{Store: store, Pager: a.pager(&pager, ""), Log: a.log}
-			fmt.Fprintf(a.stdout, "%s resolved as %s by %s; the effect is %s\n", report.Printable(args[0]), res, report.Printable(by), out.Effect.Status)
-			for _, e := range out.Closed {
-				fmt.Fprintf(a.stdout, "  closed escalation %s\n", report.Printable(e.Key))
-			}
-			return raiser.Resolved(ctx, out.Closed)
+			return err
 		},
 	}
 	fl := cmd.Flags()
