@@ -134,8 +134,10 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 		p.ID = NewRunID(j.now())
 	}
 	out := &Outcome{RunID: p.ID}
-	log := j.log().With("run_id", p.ID)
-	j = &Job{Store: j.Store, Clock: j.clock(), Provider: j.Provider, Pager: j.Pager, Owner: j.Owner, Log: log, Progress: j.Progress}
+	log := j.log().With("run_id", p.ID) // on every record of the run
+	run := *j
+	run.Log = log
+	j = &run
 	owner := j.Owner + ":" + p.ID
 	raiser := &escalate.Raiser{Store: j.Store, Pager: j.pager(), Owner: owner, Log: log, Retry: p.PageRetry, Critical: p.PageCritical,
 		Hold: true}
