@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -30,9 +31,11 @@ func (a *app) benchCommand() *cobra.Command {
 		seed    uint64
 		dir     string
 		profile string
+		anchors bool
+		duckdb  string
 	)
 	cmd := &cobra.Command{
-		Use:   "bench --effects N [--second-night M] [--ledger URL] [--dir DIR]",
+		Use:   "bench --effects N [--second-night M] [--anchors] [--ledger URL] [--dir DIR]",
 		Short: "Generate a world of N effects and its settlement report, and time a run end to end",
 		Long: `bench generates a ledger of N charge effects (plus refunds) and a Stripe itemized settlement
 report about it (and a webhook dump that describes a third of its transactions again) with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
@@ -52,16 +55,37 @@ missing; not the first night's confirmed effects, nor its unexpected transaction
 checks those classes and prints both nights' times side by side. The same M effects alone, on an
 empty ledger, are the night to compare it with.
 
+With --anchors it also writes the effects as a CSV (bench.effects.csv: key, step, provider, status,
+external_id, amount, currency, created_at) and, after the first night's run, times on the same
+files, in the same run, the programs the performance target is stated against:
+  - DuckDB: tools/duckdb/classify.mjs classifies the effects against the report and the webhook
+    dump in SQL (link by effect key, else by id or payment intent against external_id; confirmed,
+    duplicated, missing, mismatched, pending, unexpected) and the bench prints its counts beside
+    the world's. It runs under Node.js with @duckdb/node-api, installed by
+    "npm ci --prefix tools/duckdb"; without it the bench says so and skips it. --duckdb DIR
+    names the folder if the bench does not run in the repository.
+  - encoding/csv: the report read with ReuseRecord, rows counted; the dump's lines checked with
+    json.Valid.
+  - PostgreSQL (a PostgreSQL ledger): a binary COPY of as many narrow rows as the run's evidence
+    records into an UNLOGGED table with no index, then a LOGGED one, in a schema it creates and
+    drops; and a streamed read of the effects table.
+  - SQLite (a SQLite ledger): the same rows inserted in one transaction by a prepared 100-row
+    INSERT into a table with no index, in a temporary file beside the ledger.
+It then prints the run's time as a multiple of DuckDB's (the target: at most 4x on PostgreSQL,
+8x on SQLite) and each phase beside its floor. The run logs at debug level for it (its phases),
+and the bench shows of that log what --log-level asks for.
+
 Example:
   reconcile bench --effects 1000000 --ledger postgres://localhost/bench --dir /tmp/bench
   reconcile bench --effects 1000000 --second-night 100000 --dir /tmp/bench-nights   # a 100k night on a ledger holding a reconciled 1M night
-  reconcile bench --effects 100000 --dir /tmp/bench-100k                             # the same 100k night on an empty ledger`,
+  reconcile bench --effects 100000 --dir /tmp/bench-100k                             # the same 100k night on an empty ledger
+  reconcile bench --effects 200000 --anchors --dir /tmp/bench-anchors                # the run beside DuckDB and the floors`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if second < 0 {
 				return usageError("--second-night %d: want 0 or more effects", second)
 			}
-			return a.bench(cmd.Context(), n, second, seed, dir, profile)
+			return a.bench(cmd.Context(), benchOptions{n: n, second: second, seed: seed, dir: dir, profile: profile, anchors: anchors, duckdb: duckdb})
 		},
 	}
 	a.addLedgerFlag(cmd)
@@ -70,6 +94,8 @@ Example:
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE (and of the second night's to FILE.night2)")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
+	cmd.Flags().BoolVar(&anchors, "anchors", false, "then time DuckDB, encoding/csv and the database's floors on the same files, and the run against them")
+	cmd.Flags().StringVar(&duckdb, "duckdb", "", "the folder of the DuckDB anchor, with classify.mjs and its node_modules (default: tools/duckdb in the working directory or a parent)")
 	return cmd
 }
 
@@ -81,7 +107,17 @@ type benchNight struct {
 	elapsed        time.Duration
 }
 
-func (a *app) bench(ctx context.Context, n, second int, seed uint64, dir, profile string) error {
+// benchOptions are the bench's flags.
+type benchOptions struct {
+	n, second    int
+	seed         uint64
+	dir, profile string
+	anchors      bool   // then measure the anchors
+	duckdb       string // the DuckDB anchor's folder, or "" to look for it
+}
+
+func (a *app) bench(ctx context.Context, o benchOptions) error {
+	n, second, seed, dir, profile := o.n, o.second, o.seed, o.dir, o.profile
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "reconcile-bench-*"); err != nil {
@@ -107,10 +143,28 @@ func (a *app) bench(ctx context.Context, n, second int, seed uint64, dir, profil
 	// measured from here, so that it is the run's.
 	first := benchNight{effects: len(world.Effects), lines: world.Lines(), want: world.Want}
 	outside := world.Outside
+	var (
+		effects string  // the effects CSV, for the DuckDB anchor
+		log     *runLog // the run's phases, for the anchors
+	)
+	if o.anchors {
+		effects = filepath.Join(dir, "bench.effects.csv")
+		if err := writeWith(effects, func(w io.Writer) error { return writeEffectsCSV(w, world.Effects) }); err != nil {
+			return err
+		}
+		say("wrote the effects as %s, for the anchors", effects)
+		log = newRunLog(a.stderr, a.logLevel)
+	}
 	world = nil
 	say("peak memory of generating and loading the world (VmHWM): %s", peakRSS())
-	if first.elapsed, err = a.benchMeasure(ctx, "", profile, filepath.Join(dir, "result.json"), first.lines, size, first.want, outside, path, events); err != nil {
+	if first.elapsed, err = a.benchMeasure(ctx, "", profile, filepath.Join(dir, "result.json"), first.lines, size, first.want, outside, log, path, events); err != nil {
 		return err
+	}
+	if o.anchors {
+		if err := a.benchAnchors(ctx, anchorInputs{effects: effects, report: path, events: events, lines: first.lines, effectCount: first.effects,
+			want: first.want, run: first.elapsed, log: log, duckdbDir: o.duckdb}); err != nil {
+			return err
+		}
 	}
 	if second == 0 {
 		return nil
@@ -162,7 +216,7 @@ func (a *app) benchSecondNight(ctx context.Context, first benchNight, n int, see
 	if prof != "" {
 		prof += ".night2"
 	}
-	if night.elapsed, err = a.benchMeasure(ctx, "night 2: ", prof, filepath.Join(dir, "result-night2.json"), night.lines, size, night.want, outside, path, events); err != nil {
+	if night.elapsed, err = a.benchMeasure(ctx, "night 2: ", prof, filepath.Join(dir, "result-night2.json"), night.lines, size, night.want, outside, nil, path, events); err != nil {
 		return err
 	}
 	say("the two nights side by side:")
@@ -214,8 +268,9 @@ func (a *app) benchLoad(ctx context.Context, world *fixtures.World, dir, name, l
 // benchMeasure runs one night's reconciliation on its inputs, prints its
 // time, speed and peak memory after the label, checks its classes against
 // want and its JSON result against the contract, and returns how long the
-// run took. lines is the report's, size both inputs'.
-func (a *app) benchMeasure(ctx context.Context, label, profile, result string, lines int, size int64, want map[reconcile.Class]int, outside int, inputs ...string) (time.Duration, error) {
+// run took. lines is the report's, size both inputs'. With a log, the run
+// logs at debug level into it, so that its phases can be read.
+func (a *app) benchMeasure(ctx context.Context, label, profile, result string, lines int, size int64, want map[reconcile.Class]int, outside int, log *runLog, inputs ...string) (time.Duration, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, format+"\n", args...) }
 	t := time.Now()
 	var (
@@ -228,11 +283,11 @@ func (a *app) benchMeasure(ctx context.Context, label, profile, result string, l
 		runtime.GC()
 		debug.FreeOSMemory()
 		resetPeakRSS()
-		counts, peak, err = a.benchRun(ctx, exe, result, inputs...)
+		counts, peak, err = a.benchRun(ctx, exe, result, log, inputs...)
 		if err != nil {
 			return 0, err
 		}
-	} else if counts, err = a.benchRunHere(ctx, profile, result, inputs...); err != nil {
+	} else if counts, err = a.benchRunHere(ctx, profile, result, log, inputs...); err != nil {
 		return 0, err
 	} else {
 		peak = peakRSS() + " (VmHWM since the world was loaded)"
@@ -271,12 +326,18 @@ var benchArgs = []string{"--lag", "3h", "--stripe-tz", "UTC"}
 // its own, so that its peak memory is its own: what the generator held
 // leaves the runtime's bookkeeping of a heap of tens of gigabytes behind.
 // It returns the class counts of the run's summary and its peak resident
-// memory.
-func (a *app) benchRun(ctx context.Context, exe, result string, inputs ...string) (map[string]int, string, error) {
-	args := append([]string{"--log-level", a.logLevel, "--log-format", a.logFormat, "run", "--ledger", a.ledgerURL, "--json", result}, benchArgs...)
+// memory. With a log, the run logs at debug level into it.
+func (a *app) benchRun(ctx context.Context, exe, result string, log *runLog, inputs ...string) (map[string]int, string, error) {
+	level := a.logLevel
+	var stderr io.Writer = a.stderr
+	if log != nil {
+		level, stderr = "debug", log
+		defer log.flush()
+	}
+	args := append([]string{"--log-level", level, "--log-format", a.logFormat, "run", "--ledger", a.ledgerURL, "--json", result}, benchArgs...)
 	var out strings.Builder
 	cmd := exec.CommandContext(ctx, exe, append(args, inputs...)...)
-	cmd.Stdout, cmd.Stderr = &out, a.stderr
+	cmd.Stdout, cmd.Stderr = &out, stderr
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitPerson {
@@ -291,8 +352,9 @@ func (a *app) benchRun(ctx context.Context, exe, result string, inputs ...string
 }
 
 // benchRunHere runs the reconciliation in this process (under go test,
-// and for a CPU profile), after giving back what the generator held.
-func (a *app) benchRunHere(ctx context.Context, profile, result string, inputs ...string) (map[string]int, error) {
+// and for a CPU profile), after giving back what the generator held. With
+// a log, the run logs at debug level into it.
+func (a *app) benchRunHere(ctx context.Context, profile, result string, log *runLog, inputs ...string) (map[string]int, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS()
@@ -312,6 +374,13 @@ func (a *app) benchRunHere(ctx context.Context, profile, result string, inputs .
 	// its summary here, to be read.
 	quiet := *a
 	quiet.stdout = &out
+	if log != nil {
+		quiet.stderr, quiet.logLevel = log, "debug"
+		if err := quiet.setupLogging(); err != nil {
+			return nil, err
+		}
+		defer log.flush()
+	}
 	f, cmd := &runFlags{}, &cobra.Command{}
 	f.add(cmd)
 	if err := cmd.Flags().Parse(append([]string{"--json", result}, benchArgs...)); err != nil {
