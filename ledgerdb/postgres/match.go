@@ -198,14 +198,14 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	if err := exec(`CREATE INDEX ON m_eff (key COLLATE "C"); ANALYZE m_eff`); err != nil {
+	if err := exec(`CREATE INDEX ON m_eff (key COLLATE "C"); ANALYZE m_eff (key, provider, kind, external_id)`); err != nil {
 		return err
 	}
 	if earlier {
 		if err := exec(matchEarlier, sources); err != nil {
 			return err
 		}
-		if err := exec(`ANALYZE m_early`); err != nil {
+		if err := exec(`ANALYZE m_early (provider, kind, tx_id, payment_intent, effect_key)`); err != nil {
 			return err
 		}
 	}
@@ -227,7 +227,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(tx(matchTransactions), sources, linkKinds, charge); err != nil {
 		return err
 	}
-	if err := exec(`ANALYZE m_tx`); err != nil {
+	if err := exec(`ANALYZE m_tx (provider, kind, tid, own, link)`); err != nil {
 		return err
 	}
 	var unlinked, ambiguousIntent, ambiguousParent int
@@ -274,7 +274,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(tx(matchPartKeys), sources, linkKinds, charge); err != nil {
 		return err
 	}
-	if err := exec(`DROP TABLE IF EXISTS m_cid; DROP TABLE m_tx, m_coi, m_early; CREATE INDEX ON m_part (pkey); ANALYZE m_part`); err != nil {
+	if err := exec(`DROP TABLE IF EXISTS m_cid; DROP TABLE m_tx, m_coi, m_early; CREATE INDEX ON m_part (pkey); ANALYZE m_part (pkey, linked)`); err != nil {
 		return err
 	}
 	// The sources the records come from, and how many there are of each.
@@ -456,6 +456,15 @@ func (m *matching) record(ctx context.Context, w *pgx.Conn, confs []ledgerdb.Con
 	return n, err
 }
 
+// analyzedColumns are the columns of each table the matching joins or
+// filters on: the only ones whose statistics its plans need, and half
+// the cost of analyzing the table whole.
+var analyzedColumns = map[string]string{
+	"effect":       "key, step, provider, status, external_id",
+	"evidence":     "source_id, seq, provider, kind, tx_id, effect_key, parent_effect_key, payment_intent, parent_tx_id",
+	"effect_state": "key, class, final",
+}
+
 // analyzeStale refreshes the planner's statistics of the tables the
 // matching joins when they changed much since the last ANALYZE (a run's
 // first ingest, a freshly loaded ledger): with stale ones the planner
@@ -474,7 +483,7 @@ func analyzeStale(ctx context.Context, conn *pgx.Conn, sources []int64) error {
 		return err
 	}
 	for _, t := range stale {
-		if _, err := conn.Exec(ctx, `ANALYZE `+pgx.Identifier{t}.Sanitize()); err != nil {
+		if _, err := conn.Exec(ctx, `ANALYZE `+pgx.Identifier{t}.Sanitize()+" ("+analyzedColumns[t]+")"); err != nil {
 			return err
 		}
 	}

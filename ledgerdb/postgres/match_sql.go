@@ -23,10 +23,11 @@ package postgres
 // equality can use its indexes.
 const (
 	matchSetup = `SET work_mem = '256MB';
+SET jit = off;
 SET temp_buffers = '256MB';
 CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL, status text NOT NULL,
   external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, since timestamptz, final boolean NOT NULL);
-CREATE TEMP TABLE m_early (source_id bigint NOT NULL, seq integer NOT NULL)`
+CREATE TEMP TABLE m_early AS SELECT ` + matchRecordCols + ` FROM evidence WITH NO DATA`
 
 	// matchWriterSetup prepares the connection that records confirmations.
 	matchWriterSetup = `CREATE TEMP TABLE m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
@@ -52,7 +53,8 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::t
 	matchScopeOpen = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
 	matchNew       = `CREATE TEMP TABLE m_new AS SELECT x.effect_key, x.parent_effect_key, x.tx_id, x.payment_intent, x.parent_tx_id
 FROM evidence x WHERE x.source_id = ANY($1)
-  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider AND o.source_id <> ALL($1)))`
+  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider AND o.source_id <> ALL($1)
+    OFFSET 0))` // OFFSET 0: a probe of evidence_tx_id per record, not a hash of every earlier tx_id
 	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
 WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> ''
   UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
@@ -62,23 +64,12 @@ WHERE (e.status = 'abandoned' OR st.final) AND e.external_id IN (
   UNION ALL SELECT payment_intent FROM m_new WHERE payment_intent <> ''
   UNION ALL SELECT parent_tx_id FROM m_new WHERE parent_tx_id <> '')`
 
-	// matchEarlier finds the earlier records that name an effect in scope
-	// by key (their own, or their payment's) or by its external id.
-	matchEarlier = `INSERT INTO m_early
-SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.key = x.effect_key WHERE x.source_id <> ALL($1)
-UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.key = x.parent_effect_key WHERE x.source_id <> ALL($1) AND x.parent_effect_key <> ''
-UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.tx_id WHERE x.source_id <> ALL($1) AND x.tx_id <> ''
-UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.payment_intent WHERE x.source_id <> ALL($1) AND x.payment_intent <> ''
-UNION SELECT x.source_id, x.seq FROM evidence x JOIN m_eff s ON s.external_id = x.parent_tx_id WHERE x.source_id <> ALL($1) AND x.parent_tx_id <> ''`
-
 	// matchRecords are the records matched: the run's ($1 its sources) and
 	// the earlier ones, of the kinds that link ($2), as r.
 	matchRecords = `(SELECT true AS mine, ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency,
     ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id
   FROM evidence ev WHERE ev.source_id = ANY($1) AND ev.kind = ANY($2)
-  UNION ALL SELECT false, ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency,
-    ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id
-  FROM evidence ev JOIN m_early m ON m.source_id = ev.source_id AND m.seq = ev.seq WHERE ev.kind = ANY($2)) r`
+  UNION ALL SELECT false, m.* FROM m_early m WHERE m.kind = ANY($2)) r`
 
 	// matchTxOf joins a record (r) with its intent's charge ($3 is the
 	// charge kind); matchTid and matchOwn are its transaction's id. When no
@@ -233,3 +224,26 @@ ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, 
 	matchRecordConfirmed = `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.external_id), confirmed_at = $1
 FROM m_conf c WHERE c.external_id <> '' AND e.key = c.key AND e.status = 'attempted'`
 )
+
+// matchEarlier copies the earlier records that name an effect in scope
+// by key (their own, or their payment's) or by its external id. Each
+// branch probes its partial index with the keys or ids of the effects
+// in scope, so that its cost follows the scope, not the evidence.
+var matchEarlier = `INSERT INTO m_early ` + matchEarlierBy("effect_key", "key") + `
+UNION ` + matchEarlierBy("parent_effect_key", "key") + `
+UNION ` + matchEarlierBy("tx_id", "external_id") + `
+UNION ` + matchEarlierBy("payment_intent", "external_id") + `
+UNION ` + matchEarlierBy("parent_tx_id", "external_id")
+
+// matchRecordCols are the columns of evidence that the matching reads of
+// a record.
+const matchRecordCols = `source_id, seq, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed, effect_key,
+  parent_effect_key, payment_intent, parent_tx_id`
+
+// matchEarlierBy selects the earlier records whose column col (which has
+// a partial index where it is not empty) is the effect column of an effect
+// in scope: probed with the array of those values, by index.
+func matchEarlierBy(col, effectCol string) string {
+	return `SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND ` + col + ` <> ''
+  AND ` + col + ` = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
+}

@@ -57,11 +57,11 @@ WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
 FROM evidence ev WHERE ev.source_id IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT value FROM json_each(?2))`
 	matchEarlier = `INSERT INTO m_rec SELECT 0, ` + matchRecordCols + `
 FROM evidence ev WHERE ev.rowid IN (
-  SELECT rowid FROM evidence WHERE effect_key IN (SELECT key FROM m_eff)
-  UNION SELECT rowid FROM evidence WHERE parent_effect_key IN (SELECT key FROM m_eff)
-  UNION SELECT rowid FROM evidence WHERE tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> '')
-  UNION SELECT rowid FROM evidence WHERE payment_intent IN (SELECT external_id FROM m_eff WHERE external_id <> '')
-  UNION SELECT rowid FROM evidence WHERE parent_tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> ''))
+  SELECT rowid FROM evidence WHERE effect_key <> '' AND effect_key IN (SELECT key FROM m_eff)
+  UNION SELECT rowid FROM evidence WHERE parent_effect_key <> '' AND parent_effect_key IN (SELECT key FROM m_eff)
+  UNION SELECT rowid FROM evidence WHERE tx_id <> '' AND tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> '')
+  UNION SELECT rowid FROM evidence WHERE payment_intent <> '' AND payment_intent IN (SELECT external_id FROM m_eff WHERE external_id <> '')
+  UNION SELECT rowid FROM evidence WHERE parent_tx_id <> '' AND parent_tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> ''))
 AND ev.source_id NOT IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT value FROM json_each(?2))`
 
 	matchChargeOfIntent = `UPDATE m_rec AS r SET tid = c.tx_id FROM (
