@@ -76,7 +76,7 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 			e := &part.Effects[j]
 			c := ledgerdb.Confirmation{Key: e.Key}
 			if e.Status == reconcile.StatusAttempted {
-				c.ExternalID = ledgerdb.ConfirmingID(&d.Transactions[0])
+				c.ExternalID = matcher.ConfirmingID(&d.Transactions[0])
 			} else if e.State == reconcile.Confirmed && e.Final {
 				continue // nothing to write: it stays as the previous run left it
 			}

@@ -61,25 +61,6 @@ func ResolvedStatus(e *reconcile.Effect, p *ResolveParams) (reconcile.Status, st
 	return "", ""
 }
 
-// IsFinal says whether a finding closes its effect, so that later runs do
-// not read it again unless new evidence names it: a confirmed effect, and a
-// duplicated one whose every compensation was made (the compensations are
-// then reconciled as effects of their own).
-func IsFinal(d *reconcile.Discrepancy) bool {
-	switch d.Class {
-	case reconcile.Confirmed:
-		return true
-	case reconcile.Duplicated:
-		for _, x := range d.Actions {
-			if x.Kind == reconcile.Compensate && x.Outcome != reconcile.OutcomeApplied && x.Outcome != reconcile.OutcomeSkipped {
-				return false
-			}
-		}
-		return len(d.Actions) > 0
-	}
-	return false
-}
-
 // Acknowledged is Acknowledge's answer when the escalation was not open.
 func Acknowledged(e *reconcile.Escalation) (*reconcile.Escalation, error) {
 	if e.Status == reconcile.EscalationAcknowledged {

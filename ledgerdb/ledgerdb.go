@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/matcher"
 )
 
 // Store is the ledger. Methods take a context first and a params struct, and
@@ -110,12 +111,12 @@ type Store interface {
 	// still being attempted. An error from match stops the matching and is
 	// returned; the partitions recorded before it stay recorded.
 	MatchPartitions(ctx context.Context, p *MatchParams, match func(part *Partition) ([]Confirmation, error)) (*MatchSummary, error)
-	// RecordFindings writes a run's findings in one transaction: a finding
-	// row for each discrepancy other than confirmed, the state of every
-	// classified effect (final as IsFinal says), and, for each confirmed
-	// effect still attempted, its confirmation with the transaction's id,
-	// conditional on the row still being attempted so that a concurrent
-	// change by the application is never overwritten.
+	// RecordFindings writes a run's findings in one transaction, as
+	// p.Decide gives them: a finding row for each discrepancy other than
+	// confirmed, the state of every classified effect, and, for each
+	// confirmed effect still attempted, its confirmation with the
+	// transaction's id, conditional on the row still being attempted so
+	// that a concurrent change by the application is never overwritten.
 	RecordFindings(ctx context.Context, p *FindingsParams) (*FindingsResult, error)
 	// Findings returns a run's findings in the order they were recorded.
 	Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error)
@@ -280,10 +281,46 @@ type LinkParams struct {
 	ExcludeSources []int64
 }
 
-// FindingsParams are a run's findings.
+// FindingsParams are a run's findings: every effect it classified, and
+// every unexpected transaction.
 type FindingsParams struct {
 	RunID         string
 	Discrepancies []reconcile.Discrepancy
+}
+
+// Decided is what a run's findings write, decided by the matcher's rules
+// (matcher.IsFinal, matcher.ConfirmingID) once for both drivers, which
+// store it as it is.
+type Decided struct {
+	Findings []*reconcile.Discrepancy // a finding row each: those not confirmed, in order
+	States   []StateRow               // the state of each classified effect
+	Confirm  []Confirmation           // the attempted effects evidence confirmed, if still attempted
+}
+
+// StateRow is an effect's state as a run leaves it.
+type StateRow struct {
+	Key   string
+	Class reconcile.Class
+	Final bool // later runs read it again only if new evidence names it
+}
+
+// Decide turns the findings into the rows a driver writes.
+func (p *FindingsParams) Decide() *Decided {
+	out := &Decided{}
+	for i := range p.Discrepancies {
+		d := &p.Discrepancies[i]
+		if d.Class != reconcile.Confirmed {
+			out.Findings = append(out.Findings, d)
+		}
+		if d.EffectKey == "" {
+			continue
+		}
+		out.States = append(out.States, StateRow{Key: d.EffectKey, Class: d.Class, Final: matcher.IsFinal(d)})
+		if d.Class == reconcile.Confirmed && len(d.Transactions) == 1 {
+			out.Confirm = append(out.Confirm, Confirmation{Key: d.EffectKey, ExternalID: matcher.ConfirmingID(&d.Transactions[0])})
+		}
+	}
+	return out
 }
 
 // RunFinding is a finding with the run that made it.
@@ -348,16 +385,6 @@ type FindingsResult struct {
 	// Confirmed counts attempted effects that evidence confirmed and that
 	// are now confirmed with the transaction's id.
 	Confirmed int
-}
-
-// ConfirmingID is the external id an attempted effect is confirmed with when
-// evidence confirms it: the payment intent for a charge made through one
-// (what applications record for Stripe), else the transaction's own id.
-func ConfirmingID(tx *reconcile.Transaction) string {
-	if tx.PaymentIntent != "" {
-		return tx.PaymentIntent
-	}
-	return tx.ID
 }
 
 // FindingRow is a discrepancy as the finding table stores it.

@@ -112,7 +112,7 @@ type ScopedEffect struct {
 
 // Confirmation records that evidence confirmed an effect: its state
 // becomes confirmed and final and, when ExternalID is set, an attempted
-// effect is confirmed with it (ConfirmingID of the transaction).
+// effect is confirmed with it (matcher.ConfirmingID of the transaction).
 type Confirmation struct {
 	Key        string
 	ExternalID string

@@ -19,61 +19,39 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
 }
 
-// RecordFindings implements ledgerdb.Store. The finding rows and states
-// are streamed to COPY as they are encoded, not gathered first: a run of
-// ten million effects has hundreds of thousands of findings.
+// RecordFindings implements ledgerdb.Store. The finding rows are streamed
+// to COPY as they are encoded, not gathered first: a run of ten million
+// effects has hundreds of thousands of findings.
 func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
-	res := &ledgerdb.FindingsResult{}
+	res, dec := &ledgerdb.FindingsResult{}, p.Decide()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now()
-		var confirmKeys, confirmIDs []string
-		for i := range p.Discrepancies {
-			d := &p.Discrepancies[i]
-			if d.EffectKey != "" && d.Class == reconcile.Confirmed && len(d.Transactions) == 1 {
-				confirmKeys = append(confirmKeys, d.EffectKey)
-				confirmIDs = append(confirmIDs, ledgerdb.ConfirmingID(&d.Transactions[0]))
-			}
+		keys, ids := make([]string, len(dec.Confirm)), make([]string, len(dec.Confirm))
+		for i, c := range dec.Confirm {
+			keys[i], ids[i] = c.Key, c.ExternalID
 		}
 		tag, err := tx.Exec(ctx, `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.id), confirmed_at = $3
-			FROM unnest($1::text[], $2::text[]) AS c(key, id) WHERE e.key = c.key AND e.status = 'attempted'`,
-			nonNil(confirmKeys), nonNil(confirmIDs), now)
+			FROM unnest($1::text[], $2::text[]) AS c(key, id) WHERE e.key = c.key AND e.status = 'attempted'`, keys, ids, now)
 		if err != nil {
 			return err
 		}
 		res.Confirmed = int(tag.RowsAffected())
-		i, seq := 0, 0
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
-			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromFunc(func() ([]any, error) {
-			for ; i < len(p.Discrepancies); i++ {
-				d := &p.Discrepancies[i]
-				if d.Class == reconcile.Confirmed {
-					continue
-				}
-				row, err := ledgerdb.EncodeFinding(d)
-				if err != nil {
-					return nil, err
-				}
-				i, seq = i+1, seq+1
-				return []any{p.RunID, seq, string(d.Class), d.EffectKey, d.Provider, d.Currency,
-					d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason}, nil
-			}
-			return nil, nil
+			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromSlice(len(dec.Findings), func(i int) ([]any, error) {
+			d := dec.Findings[i]
+			row, err := ledgerdb.EncodeFinding(d)
+			return []any{p.RunID, i + 1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
+				d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason}, err
 		})); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE state_in (LIKE effect_state) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		i = 0
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"state_in"}, []string{"key", "class", "final", "run_id", "classified_at", "since"},
-			pgx.CopyFromFunc(func() ([]any, error) {
-				for ; i < len(p.Discrepancies); i++ {
-					if d := &p.Discrepancies[i]; d.EffectKey != "" {
-						i++
-						return []any{d.EffectKey, string(d.Class), ledgerdb.IsFinal(d), p.RunID, now, now}, nil
-					}
-				}
-				return nil, nil
+			pgx.CopyFromSlice(len(dec.States), func(i int) ([]any, error) {
+				st := &dec.States[i]
+				return []any{st.Key, string(st.Class), st.Final, p.RunID, now, now}, nil
 			})); err != nil {
 			return err
 		}

@@ -56,30 +56,24 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			return err
 		}
 		defer confirm.Close()
-		seq := 0
-		for i := range p.Discrepancies {
-			d := &p.Discrepancies[i]
-			if d.Class != reconcile.Confirmed {
-				row, err := ledgerdb.EncodeFinding(d)
-				if err != nil {
-					return err
-				}
-				seq++
-				if _, err := insFinding.ExecContext(ctx, p.RunID, seq, string(d.Class), d.EffectKey, d.Provider, d.Currency,
-					d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason); err != nil {
-					return err
-				}
-			}
-			if d.EffectKey == "" {
-				continue
-			}
-			if _, err := upState.ExecContext(ctx, d.EffectKey, string(d.Class), ledgerdb.IsFinal(d), p.RunID, now); err != nil {
+		dec := p.Decide()
+		for i, d := range dec.Findings {
+			row, err := ledgerdb.EncodeFinding(d)
+			if err != nil {
 				return err
 			}
-			if d.Class != reconcile.Confirmed || len(d.Transactions) != 1 {
-				continue
+			if _, err := insFinding.ExecContext(ctx, p.RunID, i+1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
+				d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason); err != nil {
+				return err
 			}
-			r, err := confirm.ExecContext(ctx, ledgerdb.ConfirmingID(&d.Transactions[0]), now, d.EffectKey)
+		}
+		for _, st := range dec.States {
+			if _, err := upState.ExecContext(ctx, st.Key, string(st.Class), st.Final, p.RunID, now); err != nil {
+				return err
+			}
+		}
+		for _, c := range dec.Confirm {
+			r, err := confirm.ExecContext(ctx, c.ExternalID, now, c.Key)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,32 @@
+package matcher
+
+import "reconcile"
+
+// IsFinal says whether a finding closes its effect, so that later runs do
+// not read it again unless new evidence names it: a confirmed effect, and a
+// duplicated one whose every compensation was made (the compensations are
+// then reconciled as effects of their own).
+func IsFinal(d *reconcile.Discrepancy) bool {
+	switch d.Class {
+	case reconcile.Confirmed:
+		return true
+	case reconcile.Duplicated:
+		for _, x := range d.Actions {
+			if x.Kind == reconcile.Compensate && x.Outcome != reconcile.OutcomeApplied && x.Outcome != reconcile.OutcomeSkipped {
+				return false
+			}
+		}
+		return len(d.Actions) > 0
+	}
+	return false
+}
+
+// ConfirmingID is the external id an attempted effect is confirmed with when
+// evidence confirms it: the payment intent for a charge made through one
+// (what applications record for Stripe), else the transaction's own id.
+func ConfirmingID(tx *reconcile.Transaction) string {
+	if tx.PaymentIntent != "" {
+		return tx.PaymentIntent
+	}
+	return tx.ID
+}
