@@ -148,14 +148,17 @@ func moneyResolved(ctx context.Context, store ledgerdb.Store, runID string) (map
 			break
 		}
 	}
-	es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{})
+	if since.IsZero() { // the first run: nothing was resolved before it
+		return map[string]int64{}, nil
+	}
+	es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{ResolvedSince: since})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int64{}
 	done := map[string]bool{}
 	for _, e := range es {
-		if e.Status != reconcile.EscalationResolved || !e.ResolvedAt.After(since) || done[e.Subject] {
+		if done[e.Subject] {
 			continue
 		}
 		done[e.Subject] = true

@@ -134,7 +134,7 @@ type Store interface {
 	MarkPaged(ctx context.Context, p *MarkPagedParams) error
 	// Escalations lists escalations, oldest first: those about one subject
 	// and the effects it compensates through (Subject), or all not resolved
-	// (Open), or all.
+	// (Open), or those resolved since a time (ResolvedSince), or all.
 	Escalations(ctx context.Context, p *EscalationsParams) ([]reconcile.Escalation, error)
 	// Acknowledge marks an open escalation as taken in hand by someone. An
 	// acknowledged one is returned as it is; a resolved one fails with
@@ -361,6 +361,10 @@ type AcknowledgeParams struct {
 type EscalationsParams struct {
 	Subject string // this effect, and the compensations of it
 	Open    bool   // only those not resolved
+	// ResolvedSince, when set, keeps only those resolved after it: what a
+	// run reads of the people's decisions since the last run, without
+	// reading every escalation ever raised.
+	ResolvedSince time.Time
 }
 
 // ResolveParams are a person's decision on an effect.

@@ -3,6 +3,7 @@ package ledgerdbtest
 import (
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -121,6 +122,13 @@ func testEscalationOpensOnce(e *env) {
 	}
 	if open, _ := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 0 {
 		e.t.Errorf("after Resolve, open escalations = %+v", open)
+	}
+	at := res.Closed[0].ResolvedAt
+	if got, err := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{ResolvedSince: at.Add(-time.Millisecond)}); err != nil || len(got) != 1 {
+		e.t.Errorf("escalations resolved since just before the decision = %+v, %v; want the one", got, err)
+	}
+	if got, err := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{ResolvedSince: at}); err != nil || len(got) != 0 {
+		e.t.Errorf("escalations resolved after the decision = %+v, %v; want none", got, err)
 	}
 	back, err := e.store.Escalate(e.ctx, p)
 	if err != nil || !back.Opened || back.Escalation.Generation != 2 || !back.Escalation.PagedAt.IsZero() {

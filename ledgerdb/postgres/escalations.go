@@ -100,7 +100,8 @@ func (s *Store) MarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) erro
 func (s *Store) Escalations(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+escalationCols+` FROM escalation
 		WHERE ($1 = '' OR subject = $1 OR subject LIKE $2) AND (NOT $3 OR status <> 'resolved')
-		ORDER BY opened_at, key`, p.Subject, childPattern(p.Subject), p.Open)
+		  AND ($4::timestamptz IS NULL OR (status = 'resolved' AND resolved_at > $4))
+		ORDER BY opened_at, key`, p.Subject, childPattern(p.Subject), p.Open, nullTime(p.ResolvedSince))
 	if err != nil {
 		return nil, err
 	}

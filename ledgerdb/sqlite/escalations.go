@@ -118,7 +118,8 @@ func (s *Store) MarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) erro
 func (s *Store) Escalations(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+escalationCols+` FROM escalation
 		WHERE (?1 = '' OR `+childOf("subject", "?1")+`) AND (NOT ?2 OR status <> 'resolved')
-		ORDER BY opened_at, key`, p.Subject, p.Open)
+		  AND (?3 IS NULL OR (status = 'resolved' AND resolved_at > ?3))
+		ORDER BY opened_at, key`, p.Subject, p.Open, nullTS(p.ResolvedSince))
 	if err != nil {
 		return nil, err
 	}
