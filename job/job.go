@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -202,11 +203,7 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 
 func (j *Job) pager() escalate.Pager {
 	if j.Pager == nil {
-		return &escalate.Log{W: discardWriter{}}
+		return &escalate.Log{W: io.Discard}
 	}
 	return j.Pager
 }
-
-type discardWriter struct{}
-
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
