@@ -188,13 +188,19 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	if closed {
-		if err := exec(matchNew, sources); err != nil {
+		if err := exec(matchNamed, sources); err != nil {
 			return err
 		}
-		if err := exec(matchScopeNamed, steps, kinds); err != nil {
+		var named bool
+		if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_named)`).Scan(&named); err != nil {
 			return err
 		}
-		if err := exec(`DROP TABLE m_new`); err != nil {
+		if named {
+			if err := exec(matchScopeNamed, steps, kinds); err != nil {
+				return err
+			}
+		}
+		if err := exec(`DROP TABLE m_named`); err != nil {
 			return err
 		}
 	}

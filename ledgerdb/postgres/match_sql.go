@@ -4,7 +4,7 @@ package postgres
 // matcher's linking rules in SQL, over temporary tables:
 //
 //	m_eff    the effects in scope, with what the matcher reads of them
-//	m_early  the earlier records (source, seq) that name an effect in scope
+//	m_early  the earlier records that name an effect in scope, as matched
 //	m_coi    the charge of each payment intent that a charge record names
 //	         without its charge id
 //	m_tx     one row per transaction: the effect it links to, or the
@@ -47,22 +47,8 @@ CREATE TEMP TABLE m_early AS SELECT ` + matchRecordCols + ` FROM evidence WITH N
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::text[], $2::text[]) AS k(step, kind) ON k.step = e.step`
 
 	// matchScopeOpen takes every effect not finally reconciled and not
-	// abandoned; matchScopeNamed every other one that the run's new
-	// evidence (m_new: its records of transactions no earlier record
-	// holds) names by key or by external id.
+	// abandoned (matchScopeNamed, below, adds the closed ones the run names).
 	matchScopeOpen = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
-	matchNew       = `CREATE TEMP TABLE m_new AS SELECT x.effect_key, x.parent_effect_key, x.tx_id, x.payment_intent, x.parent_tx_id
-FROM evidence x WHERE x.source_id = ANY($1)
-  AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider AND o.source_id <> ALL($1)
-    OFFSET 0))` // OFFSET 0: a probe of evidence_tx_id per record, not a hash of every earlier tx_id
-	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
-WHERE (e.status = 'abandoned' OR st.final) AND e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> ''
-  UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
-UNION ` + matchEffect + `
-WHERE (e.status = 'abandoned' OR st.final) AND e.external_id IN (
-  SELECT tx_id FROM m_new WHERE tx_id <> ''
-  UNION ALL SELECT payment_intent FROM m_new WHERE payment_intent <> ''
-  UNION ALL SELECT parent_tx_id FROM m_new WHERE parent_tx_id <> '')`
 
 	// matchRecords are the records matched: the run's ($1 its sources) and
 	// the earlier ones, of the kinds that link ($2), as r.
@@ -246,4 +232,43 @@ const matchRecordCols = `source_id, seq, line, provider, kind, tx_id, amount_min
 func matchEarlierBy(col, effectCol string) string {
 	return `SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND ` + col + ` <> ''
   AND ` + col + ` = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
+}
+
+// matchNamed lists every closed effect (abandoned, or final) that a
+// record of the run ($1: its sources) names by key or by external id, when
+// that record is of a transaction no earlier record holds: a late
+// duplicate re-opens a confirmed effect, a report read again does not. The
+// candidates are the effects the run's records name that are not in scope
+// already (mostly none: what a night names is mostly open); only for those
+// is it asked, by index, whether a record naming them is new.
+// matchScopeNamed then adds them to the scope, when there are any.
+var matchNamed = `CREATE TEMP TABLE m_named AS
+SELECT c.key FROM (
+    (SELECT effect_key AS key FROM evidence WHERE source_id = ANY($1) AND effect_key <> ''
+     UNION SELECT parent_effect_key FROM evidence WHERE source_id = ANY($1) AND parent_effect_key <> ''
+     EXCEPT SELECT key FROM m_eff)
+    UNION
+    (SELECT key FROM effect WHERE external_id = ANY(ARRAY(
+       SELECT tx_id FROM evidence WHERE source_id = ANY($1) AND tx_id <> ''
+       UNION SELECT payment_intent FROM evidence WHERE source_id = ANY($1) AND payment_intent <> ''
+       UNION SELECT parent_tx_id FROM evidence WHERE source_id = ANY($1) AND parent_tx_id <> ''))
+     EXCEPT SELECT key FROM m_eff)) c
+JOIN effect n ON n.key = c.key
+WHERE ` + newRecordNaming("effect_key", "n.key") + `
+  OR ` + newRecordNaming("parent_effect_key", "n.key") + `
+  OR ` + newRecordNaming("tx_id", "n.external_id") + `
+  OR ` + newRecordNaming("payment_intent", "n.external_id") + `
+  OR ` + newRecordNaming("parent_tx_id", "n.external_id")
+
+const matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
+WHERE e.key = ANY(ARRAY(SELECT key FROM m_named)) AND (e.status = 'abandoned' OR st.final)`
+
+// newRecordNaming says whether a record of the run names value in col
+// and is of a transaction no earlier record holds. source_id + 0 keeps
+// the planner on col's index; OFFSET 0 makes the earlier-record check one
+// probe of evidence_tx_id, not a hash of every earlier tx_id.
+func newRecordNaming(col, value string) string {
+	return `EXISTS (SELECT 1 FROM evidence x WHERE x.` + col + ` = ` + value + ` AND x.` + col + ` <> '' AND x.source_id + 0 = ANY($1)
+    AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
+      AND o.source_id <> ALL($1) OFFSET 0)))`
 }
