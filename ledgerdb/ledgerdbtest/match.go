@@ -1,6 +1,7 @@
 package ledgerdbtest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -443,4 +444,25 @@ func testRunResult(e *env) {
 	if got, err := e.store.Run(e.ctx, "run_2"); err != nil || got.Result != nil {
 		e.t.Errorf("Run(run_2) = %+v, %v; want no result", got, err)
 	}
+}
+
+// The run lease is renewed, through the run's own handle, while that
+// handle matches: a run longer than its lease does not lose it to its own
+// work (SQLite's handle has one connection, which the matching holds).
+func testRenewWhileMatching(e *env) {
+	c, err := e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: "lease:run", Owner: "run:1", TTL: Lease})
+	if err != nil || c.Outcome != reconcile.Claimed {
+		e.t.Fatalf("Claim = %+v, %v", c, err)
+	}
+	src := e.ingestEvidence("h1", "s.csv", []reconcile.Evidence{{Provider: "stripe", TxID: "ch_1", Kind: reconcile.KindCharge}})
+	e.partitions(0, []int64{src}, func(*ledgerdb.Partition) []ledgerdb.Confirmation {
+		e.clock.Advance(Lease / 2)
+		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second) // a safety net: the renewal must not wait for the matching
+		defer cancel()
+		w, err := e.store.Renew(ctx, &ledgerdb.RenewParams{Key: "lease:run", Fence: c.Claim.Fence, TTL: Lease})
+		if err != nil || w.Outcome != reconcile.Written || !w.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
+			e.t.Errorf("Renew while matching = %+v, %v; want written, until %s", w, err, e.clock.Now().Add(Lease))
+		}
+		return nil
+	})
 }

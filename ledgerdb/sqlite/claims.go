@@ -96,7 +96,7 @@ func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.
 // Renew implements ledgerdb.Store.
 func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
 	var res *reconcile.WriteResult
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTxOn(ctx, s.renewals, func(tx *sql.Tx) error {
 		c, err := scanClaim(tx.QueryRowContext(ctx, `
 			UPDATE claim SET lease_until = ?
 			WHERE key = ? AND fence = ? AND state = 'held'

@@ -40,7 +40,12 @@ const timeFormat = "2006-01-02T15:04:05.000Z"
 
 // Store is the ledger in a SQLite file.
 type Store struct {
-	db        *sql.DB
+	db *sql.DB
+	// renewals is a connection of its own for the leases' renewals: the
+	// matching holds db's one connection for the whole of a run's
+	// matching, and a run longer than its lease must not lose it to its
+	// own work.
+	renewals  *sql.DB
 	now       func() time.Time
 	where     string
 	path      string
@@ -66,7 +71,8 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	dsn := "file:" + path + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", where, err)
 	}
@@ -88,11 +94,17 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: journal mode is %s, not WAL: writers in two processes could not take turns (keep the file on a local file system)", where, mode)
 	}
-	return &Store{db: db, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
+	renewals, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", where, err)
+	}
+	renewals.SetMaxOpenConns(1)
+	return &Store{db: db, renewals: renewals, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
 }
 
 // Close closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return errors.Join(s.db.Close(), s.renewals.Close()) }
 
 // CheckSchema implements ledgerdb.Store.
 func (s *Store) CheckSchema(ctx context.Context) error {
@@ -178,7 +190,12 @@ func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
 
 // inTx runs fn in a write transaction (see begin).
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.begin(ctx, s.db)
+	return s.inTxOn(ctx, s.db, fn)
+}
+
+// inTxOn is inTx on the given handle.
+func (s *Store) inTxOn(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := s.begin(ctx, db)
 	if err != nil {
 		return err
 	}
