@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,9 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			})); err != nil {
 			return err
 		}
+		if err := checkEffects(ctx, tx, "state_in"); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
 			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id,
 			classified_at = EXCLUDED.classified_at,
@@ -95,4 +99,20 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// checkEffects fails when a key in table (a temporary table of states to
+// write) names no effect: a state is only ever written for an effect the
+// run read. One join of the batch, where a foreign key would check and
+// share-lock the effect row of each state (see migration 008).
+func checkEffects(ctx context.Context, tx pgx.Tx, table string) error {
+	var key string
+	err := tx.QueryRow(ctx, `SELECT s.key FROM `+table+` s WHERE NOT EXISTS (SELECT 1 FROM effect e WHERE e.key = s.key) LIMIT 1`).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("a state for %q, which is not an effect in the ledger", key)
 }
