@@ -80,7 +80,6 @@ type RunParams struct {
 
 // Outcome is how a run ended.
 type Outcome struct {
-	RunID string
 	// Result is the run's result; a failed run's holds no findings, only
 	// the pages that failed.
 	Result *report.Result
@@ -134,7 +133,7 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 	if p.ID == "" {
 		p.ID = NewRunID(j.now())
 	}
-	out := &Outcome{RunID: p.ID}
+	out := &Outcome{}
 	log := j.log().With("run_id", p.ID) // on every record of the run
 	run := *j
 	run.Log = log

@@ -12,7 +12,6 @@ import (
 	"reconcile"
 	"reconcile/ingest"
 	"reconcile/job"
-	"reconcile/ledgerdb"
 	"reconcile/report"
 )
 
@@ -55,7 +54,7 @@ Examples:
 			}
 			j := &job.Job{Clock: a.clock, Log: a.log, Progress: a.showProgress}
 			if !check {
-				if j.Store, _, err = openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now}); err != nil {
+				if j.Store, _, err = a.openLedger(ctx); err != nil {
 					return err
 				}
 				defer j.Store.Close()

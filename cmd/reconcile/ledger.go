@@ -13,6 +13,11 @@ import (
 	"reconcile/report"
 )
 
+// openLedger opens the app's ledger (--ledger) on the app's clock.
+func (a *app) openLedger(ctx context.Context) (ledgerdb.Store, ledgerdb.Location, error) {
+	return openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+}
+
 // openLedger opens the ledger at url (empty: the embedded default). A
 // SQLite ledger belongs to the job, so it is migrated on open; only the
 // embedded default is created on first use: an explicit path that does not

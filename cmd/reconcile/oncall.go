@@ -37,7 +37,7 @@ Example:
 				return err
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+			store, _, err := a.openLedger(ctx)
 			if err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ Example:
 				return err
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+			store, _, err := a.openLedger(ctx)
 			if err != nil {
 				return err
 			}
@@ -282,7 +282,7 @@ Example:
 				return usageError("--note is required: say what was decided and why")
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+			store, _, err := a.openLedger(ctx)
 			if err != nil {
 				return err
 			}

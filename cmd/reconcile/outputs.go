@@ -120,7 +120,7 @@ Example:
 				return err
 			}
 			ctx := cmd.Context()
-			store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+			store, _, err := a.openLedger(ctx)
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,6 @@ import (
 	"reconcile"
 	"reconcile/ingest"
 	"reconcile/job"
-	"reconcile/ledgerdb"
 	"reconcile/report"
 )
 
@@ -174,7 +173,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	defer cleanup()
-	store, loc, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+	store, loc, err := a.openLedger(ctx)
 	if err != nil {
 		return err
 	}

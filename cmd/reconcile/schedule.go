@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"reconcile/job"
-	"reconcile/ledgerdb"
 )
 
 // cronParser reads standard five-field specs, an optional leading seconds
@@ -65,7 +64,7 @@ func (a *app) schedule(ctx context.Context, sched cron.Schedule, spec string, f 
 	if err := f.act.checkDurations(); err != nil {
 		return err // not once a night, in a log nobody reads
 	}
-	store, _, err := openLedger(ctx, a.ledgerURL, ledgerdb.Config{Now: a.clock.Now})
+	store, _, err := a.openLedger(ctx)
 	if err != nil {
 		return err
 	}

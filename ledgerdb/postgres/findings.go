@@ -102,9 +102,11 @@ func nonNil[T any](s []T) []T {
 }
 
 // checkEffects fails when a key in table (a temporary table of states to
-// write) names no effect: a state is only ever written for an effect the
-// run read. One join of the batch, where a foreign key would check and
-// share-lock the effect row of each state (see migration 008).
+// write) names no effect: one join of the batch, where a foreign key would
+// check and share-lock the effect row of each state (see migration 008).
+// The matching's confirmations need no such check: their keys are those of
+// the effects it read from the effect table, which no role but the owner
+// may delete from.
 func checkEffects(ctx context.Context, tx pgx.Tx, table string) error {
 	var key string
 	err := tx.QueryRow(ctx, `SELECT s.key FROM `+table+` s WHERE NOT EXISTS (SELECT 1 FROM effect e WHERE e.key = s.key) LIMIT 1`).Scan(&key)

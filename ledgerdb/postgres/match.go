@@ -439,9 +439,6 @@ func (m *matching) record(ctx context.Context, w *pgx.Conn, confs []ledgerdb.Con
 		})); err != nil {
 			return err
 		}
-		if err := checkEffects(ctx, tx, "m_conf"); err != nil {
-			return err
-		}
 		confirmed := string(reconcile.Confirmed)
 		all := false // whether the upsert must do the fresh ones too
 		err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
