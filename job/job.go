@@ -76,6 +76,14 @@ type RunParams struct {
 	PageRetry escalate.Retry
 	// PagerSecrets are removed from a pager's errors before they are shown.
 	PagerSecrets []string
+	// Distribute has the partitions matched and recorded by worker
+	// processes (Job.Work) on a PostgreSQL ledger, Workers of them at once
+	// in this process (0: none, the run waits for other processes).
+	Distribute bool
+	Workers    int
+	// PartitionSize is about how many effects a partition holds; 0 is
+	// ledgerdb.DefaultPartitionSize.
+	PartitionSize int
 }
 
 // Outcome is how a run ended.

@@ -152,21 +152,26 @@ type volumeKey struct {
 // addVolume counts a confirmed effect's money, for the tie-out: money in
 // for a charge, out for a refund or payout, as the providers' totals sign it.
 func (m *partitionMatch) addVolume(d *reconcile.Discrepancy, kind reconcile.Kind) {
-	if m.volume == nil {
-		m.volume = map[volumeKey]*report.Volume{}
-	}
-	k := volumeKey{d.Provider, d.Currency, kind}
-	v := m.volume[k]
-	if v == nil {
-		v = &report.Volume{Provider: d.Provider, Currency: d.Currency, Kind: kind}
-		m.volume[k] = v
-	}
 	amount := d.ObservedMinor
 	if kind != reconcile.KindCharge {
 		amount = -amount
 	}
-	v.Count++
-	v.AmountMinor, _ = reconcile.AddMinor(v.AmountMinor, amount)
+	m.mergeVolume(&report.Volume{Provider: d.Provider, Currency: d.Currency, Kind: kind, Count: 1, AmountMinor: amount})
+}
+
+// mergeVolume adds confirmed money to the tie-out.
+func (m *partitionMatch) mergeVolume(add *report.Volume) {
+	if m.volume == nil {
+		m.volume = map[volumeKey]*report.Volume{}
+	}
+	k := volumeKey{add.Provider, add.Currency, add.Kind}
+	v := m.volume[k]
+	if v == nil {
+		v = &report.Volume{Provider: add.Provider, Currency: add.Currency, Kind: add.Kind}
+		m.volume[k] = v
+	}
+	v.Count += add.Count
+	v.AmountMinor, _ = reconcile.AddMinor(v.AmountMinor, add.AmountMinor)
 }
 
 // volumes returns the confirmed money, by provider and currency.

@@ -44,8 +44,14 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 		}
 	}
 	start := j.now()
-	sum, err := j.Store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: p.ID, Sources: fresh, Kinds: matcher.StepKinds(),
-		WebhookFormats: ingest.WebhookFormats()}, m.match)
+	params := &ledgerdb.MatchParams{RunID: p.ID, Sources: fresh, Kinds: matcher.StepKinds(), WebhookFormats: ingest.WebhookFormats(),
+		PartitionSize: p.PartitionSize}
+	var sum *ledgerdb.MatchSummary
+	if p.Distribute {
+		sum, err = j.distribute(ctx, params, m, p.Workers)
+	} else {
+		sum, err = j.Store.MatchPartitions(ctx, params, m.match)
+	}
 	stopMatch()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package ledgerdb
 
 import (
+	"context"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -147,4 +149,40 @@ func appendJSON(b []byte, v *string) []byte {
 		return append(b, "null"...)
 	}
 	return append(b, *v...)
+}
+
+// Distributor is a ledger whose runs' partitions any process may match:
+// the run stages its linked partitions in the ledger, and they are handed
+// out, one at a time, to the processes that work them (its own among them).
+type Distributor interface {
+	// DistributePartitions links the run's evidence as MatchPartitions
+	// does, stages the partitions, hands them out and waits until each has
+	// been matched and recorded, once. It returns the summary and the
+	// result of each partition (the second value of d.Match), in partition
+	// order.
+	DistributePartitions(ctx context.Context, p *MatchParams, d *Distribution) (*MatchSummary, [][]byte, error)
+	// WorkPartitions matches and records the partitions of any run, d.Workers
+	// at a time, until ctx ends.
+	WorkPartitions(ctx context.Context, d *Distribution) error
+}
+
+// Distribution says how a run's partitions are matched by whoever takes
+// them.
+type Distribution struct {
+	// Input is what Match needs besides the partition: the run's cutoffs
+	// and scope, encoded by its caller; it travels with each partition.
+	Input []byte
+	// Workers is how many partitions this process matches at once; 0
+	// leaves them to other processes.
+	Workers int
+	// Worker names this process in the staged results (host:pid).
+	Worker string
+	// Match classifies one partition: the confirmations to record, and
+	// what the run keeps of it, as bytes, recorded in the same transaction.
+	Match func(input []byte, part *Partition) ([]Confirmation, []byte, error)
+	// WebhookFormats are the input formats whose records are webhook events.
+	WebhookFormats []string
+	// Progress, when set, is told how many partitions are done of how many.
+	Progress func(done, count int)
+	Log      *slog.Logger
 }

@@ -85,6 +85,9 @@ Example:
 			if second < 0 {
 				return usageError("--second-night %d: want 0 or more effects", second)
 			}
+			if a.benchWorkers < 0 {
+				return usageError("--workers %d: want 0 or more processes", a.benchWorkers)
+			}
 			return a.bench(cmd.Context(), benchOptions{n: n, second: second, seed: seed, dir: dir, profile: profile, anchors: anchors, duckdb: duckdb})
 		},
 	}
@@ -92,6 +95,7 @@ Example:
 	cmd.Flags().IntVar(&n, "effects", 100000, "number of charge effects")
 	cmd.Flags().IntVar(&second, "second-night", 0, "then reconcile a second night of N new charge effects on the same ledger (0: none)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
+	cmd.Flags().IntVar(&a.benchWorkers, "workers", 0, "PostgreSQL: distribute the run's partitions over this many processes, the run and N-1 `reconcile worker`s (0: the run matches them alone)")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE (and of the second night's to FILE.night2)")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
 	cmd.Flags().BoolVar(&anchors, "anchors", false, "then time DuckDB, encoding/csv and the database's floors on the same files, and the run against them")
@@ -335,6 +339,17 @@ func (a *app) benchRun(ctx context.Context, exe, result string, log *runLog, inp
 		defer log.flush()
 	}
 	args := append([]string{"--log-level", level, "--log-format", a.logFormat, "run", "--ledger", a.ledgerURL, "--json", result}, benchArgs...)
+	if a.benchWorkers > 0 {
+		args = append(args, "--distribute", "--workers", "1")
+		for range a.benchWorkers - 1 {
+			w := exec.CommandContext(ctx, exe, "--log-level", "warn", "worker", "--ledger", a.ledgerURL)
+			w.Stderr = a.stderr
+			if err := w.Start(); err != nil {
+				return nil, "", err
+			}
+			defer func() { w.Process.Signal(syscall.SIGTERM); w.Wait() }()
+		}
+	}
 	var out strings.Builder
 	cmd := exec.CommandContext(ctx, exe, append(args, inputs...)...)
 	cmd.Stdout, cmd.Stderr = &out, stderr

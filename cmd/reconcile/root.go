@@ -44,6 +44,9 @@ type app struct {
 	logLevel       string
 	ledgerURL      string
 	clock          clock.Clock // the machine's
+	// benchWorkers is how many processes match the bench's runs'
+	// partitions (bench --workers); 0 leaves them to the run alone.
+	benchWorkers int
 }
 
 // Main runs the command line args and returns the exit status.
@@ -136,7 +139,7 @@ Environment (each is the fallback of a flag; secrets are only read from the envi
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(a.migrateCommand(), a.ingestCommand(), a.runCommand(), a.exportCommand(), a.runsCommand(), a.showCommand(), a.escalationsCommand(), a.resolveCommand(),
-		a.scheduleCommand(), a.sandboxCommand(), a.benchCommand(), a.demoCommand(), a.versionCommand())
+		a.scheduleCommand(), a.workerCommand(), a.sandboxCommand(), a.benchCommand(), a.demoCommand(), a.versionCommand())
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
 	})

@@ -17,6 +17,7 @@ import (
 	"reconcile"
 	"reconcile/ingest"
 	"reconcile/job"
+	"reconcile/ledgerdb"
 	"reconcile/report"
 )
 
@@ -34,7 +35,10 @@ type runFlags struct {
 	// findingsExit is the exit status of a run that reconciled and found
 	// something for a person (3); 0 keeps a scheduler that takes any other
 	// status for a failure (a Kubernetes Job) from failing every night.
-	findingsExit int
+	findingsExit  int
+	distribute    bool
+	workers       int
+	partitionSize int
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {
@@ -45,6 +49,9 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
 	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
 	fl.BoolVar(&f.runLease, "run-lease", true, "take the ledger's run lease, so that overlapping runs (cron and an ad hoc run, two replicas) skip instead of running at once; actions are claimed one by one either way")
+	fl.BoolVar(&f.distribute, "distribute", false, "PostgreSQL: stage the run's partitions in the ledger and have them matched by worker processes (`reconcile worker`, on any machine), with the same result as one process")
+	fl.IntVar(&f.workers, "workers", 1, "with --distribute: how many partitions this process matches at once (0: it only waits for the workers)")
+	fl.IntVar(&f.partitionSize, "partition-size", ledgerdb.DefaultPartitionSize, "about how many effects one partition of the matching holds: the memory a partition takes, and with --distribute the unit of work handed to a worker")
 	f.out.add(cmd)
 	f.page.add(cmd)
 	fl.IntVar(&f.findingsExit, "findings-exit-code", envInt("RECONCILE_FINDINGS_EXIT_CODE", exitPerson),
@@ -140,6 +147,12 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if f.findingsExit != exitPerson && f.findingsExit != exitOK {
 		return usageError("--findings-exit-code %d: want 3 (the default) or 0; 1 and 2 mean a failure and a usage error", f.findingsExit)
 	}
+	if f.workers < 0 {
+		return usageError("--workers %d: want 0 or more", f.workers)
+	}
+	if f.partitionSize < 0 {
+		return usageError("--partition-size %d: want 1 or more effects (0: the default)", f.partitionSize)
+	}
 	if f.lag < 0 {
 		return usageError("--lag %s: want a duration of zero or more, such as 24h", f.lag)
 	}
@@ -148,7 +161,8 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	p := &job.RunParams{Options: opt, AsOf: asOf, Lag: f.lag, Apply: f.apply, RunLease: f.runLease, PageRetry: pageRetry,
-		PagerSecrets: pagerSecrets(&f.act)}
+		PagerSecrets: pagerSecrets(&f.act), Distribute: f.distribute, Workers: f.workers,
+		PartitionSize: f.partitionSize}
 	if p.Actions, err = f.act.options(f.apply); err != nil {
 		return err
 	}

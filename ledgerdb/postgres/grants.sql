@@ -7,7 +7,7 @@ BEGIN;
 
 GRANT USAGE ON SCHEMA public TO reconcile;
 
--- The job's own tables. It deletes nothing.
+-- The job's own tables. It deletes nothing of them.
 GRANT SELECT, INSERT, UPDATE ON claim, run, source, effect_state, escalation TO reconcile;
 GRANT SELECT, INSERT ON orphan, evidence, rejected_row, finding, resolution TO reconcile;
 GRANT SELECT ON schema_migration TO reconcile;
@@ -32,6 +32,14 @@ CREATE POLICY effect_reconcile_insert ON effect AS RESTRICTIVE FOR INSERT TO rec
     AND status = 'attempted' AND external_id IS NULL AND response IS NULL AND confirmed_at IS NULL
     AND EXISTS (SELECT 1 FROM effect p
                 WHERE p.key = effect.parent_key AND p.depth = 0 AND p.run_id = effect.run_id AND p.provider = effect.provider));
+
+-- Runs whose partitions are distributed (run --distribute, reconcile
+-- worker): the staged partitions, which a run removes when it ends, and
+-- River's tables, whose jobs hand them out.
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON stage_effect, stage_record, stage_partition, stage_result TO reconcile;
+GRANT SELECT, INSERT, UPDATE, DELETE ON river_job, river_leader, river_queue, river_notification TO reconcile;
+GRANT SELECT ON river_migration TO reconcile;
+GRANT USAGE ON SEQUENCE river_job_id_seq, river_notification_id_seq TO reconcile;
 
 -- The job stages rows in temporary tables: it needs TEMPORARY on the
 -- database, which PUBLIC has unless it was revoked.

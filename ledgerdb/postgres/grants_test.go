@@ -322,6 +322,13 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	if sum.Confirmed != 1 {
 		t.Errorf("MatchPartitions as the job's role confirmed %d effects, want 1", sum.Confirmed)
 	}
+	_, results, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
+		&ledgerdb.Distribution{Workers: 1, Worker: "w1", Input: []byte(`{}`),
+			Match: func([]byte, *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) { return nil, []byte(`{}`), nil }})
+	must("DistributePartitions", err)
+	if len(results) != 1 {
+		t.Errorf("DistributePartitions as the job's role gave %d results, want 1", len(results))
+	}
 	tx := func(id string) reconcile.Transaction {
 		return reconcile.Transaction{Provider: "stripe", ID: id, Kind: reconcile.KindCharge, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}}
 	}

@@ -70,6 +70,10 @@ type matching struct {
 	strs     map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// effects and records are how many the run has in all.
 	effects, records int
+	// staged is the run id when the partitions are read from the run's
+	// staged rows (distribute.go), not from this connection's tables.
+	staged string
+	worker string // the process that matches a staged partition
 }
 
 // read is a partition as read, with the keys of its effects that had no
@@ -88,16 +92,10 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
 	}
-	m.effects, m.records = sum.Effects, sum.Records
-	var bounds []string
-	rows, err := m.conn.Query(ctx, matchBounds, m.p.Size())
+	bounds, err := m.bounds(ctx, sum)
 	if err != nil {
 		return nil, err
 	}
-	if bounds, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-		return nil, err
-	}
-	sum.Partitions = len(bounds) + 1
 	w, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return nil, err
@@ -112,14 +110,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		defer close(reads)
 		for i := range sum.Partitions {
 			r := &read{part: &ledgerdb.Partition{Index: i, Count: sum.Partitions}, fresh: map[string]bool{}}
-			lo, hi := "", ""
-			if i > 0 {
-				lo = bounds[i-1]
-			}
-			if i < len(bounds) {
-				hi = bounds[i]
-			}
-			if err := m.read(gctx, r, lo, hi, i > 0, i < len(bounds)); err != nil {
+			if err := m.read(gctx, m.conn, r, bounds[i]); err != nil {
 				return err
 			}
 			select {
@@ -148,7 +139,11 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	})
 	g.Go(func() error {
 		for r := range matched {
-			n, err := m.record(gctx, w, r.confirmed, r.fresh)
+			var n int
+			err := pgx.BeginFunc(gctx, w, func(tx pgx.Tx) (err error) {
+				n, err = m.record(gctx, tx, r.confirmed, r.fresh)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -160,6 +155,29 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		return nil, err
 	}
 	return sum, nil
+}
+
+// bound is the range of keys of one partition: from lo, included, to hi,
+// excluded; nil is open.
+type bound struct{ lo, hi *string }
+
+// bounds cuts the linked keys into partitions, and counts them in sum.
+func (m *matching) bounds(ctx context.Context, sum *ledgerdb.MatchSummary) ([]bound, error) {
+	m.effects, m.records = sum.Effects, sum.Records
+	rows, err := m.conn.Query(ctx, matchBounds, m.p.Size())
+	if err != nil {
+		return nil, err
+	}
+	cuts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bound, len(cuts)+1)
+	for i := range cuts {
+		out[i].hi, out[i+1].lo = &cuts[i], &cuts[i]
+	}
+	sum.Partitions = len(out)
+	return out, nil
 }
 
 // prepare links the run's evidence to the effects in scope and assigns
@@ -331,20 +349,28 @@ func (m *matching) conflicts(ctx context.Context, sql string, args ...any) error
 	return rows.Err()
 }
 
-// read fills part with the effects and records whose keys fall in
-// [lo, hi); a bound that is not set is open.
-func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasHi bool) error {
+// read fills part with the effects and records whose keys fall in b, from
+// the temporary tables of this connection's matching or, when m.run is
+// set, from the run's staged rows.
+func (m *matching) read(ctx context.Context, q querier, r *read, b bound) error {
 	part := r.part
+	effects, records, conflicts := "m_eff", "m_part", "NULL::text[]"
 	var args []any
+	if m.staged != "" {
+		effects, records, conflicts = "stage_effect", "stage_record", "conflicts"
+		args = append(args, m.staged)
+	}
 	where := func(col string) string {
 		w := "true"
-		args = args[:0]
-		if hasLo {
-			args = append(args, lo)
+		if m.staged != "" {
+			w = "run_id = $1"
+		}
+		if b.lo != nil {
+			args = append(args, *b.lo)
 			w += fmt.Sprintf(` AND %s COLLATE "C" >= $%d`, col, len(args))
 		}
-		if hasHi {
-			args = append(args, hi)
+		if b.hi != nil {
+			args = append(args, *b.hi)
 			w += fmt.Sprintf(` AND %s COLLATE "C" < $%d`, col, len(args))
 		}
 		return w
@@ -353,8 +379,8 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 	// once, the slices do not leave the garbage of their growth.
 	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
 	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
-	rows, err := m.conn.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), since, final FROM m_eff WHERE `+where("key"), args...)
+	rows, err := q.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
+		coalesce(class, ''), since, final, `+conflicts+` FROM `+effects+` WHERE `+where("key"), args...)
 	if err != nil {
 		return err
 	}
@@ -365,7 +391,8 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 			amount, currency, whole *string
 			since                   *time.Time
 		)
-		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since, &e.Final); err != nil {
+		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since,
+			&e.Final, &e.Conflicts); err != nil {
 			rows.Close()
 			return err
 		}
@@ -378,14 +405,21 @@ func (m *matching) read(ctx context.Context, r *read, lo, hi string, hasLo, hasH
 		if e.State == "" {
 			r.fresh[e.Key] = true
 		}
-		e.Conflicts = m.conflict[e.Key]
+		if m.staged == "" {
+			e.Conflicts = m.conflict[e.Key]
+		}
 		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = m.conn.Query(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
-		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part WHERE `+where("pkey"), args...)
+	if m.staged != "" {
+		args = args[:1]
+	} else {
+		args = args[:0]
+	}
+	rows, err = q.Query(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
+		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM `+records+` WHERE `+where("pkey"), args...)
 	if err != nil {
 		return err
 	}
@@ -425,15 +459,16 @@ func (m *matching) intern(s string) string {
 	return s
 }
 
-// record writes a partition's confirmations in one transaction on w and
-// returns how many attempted effects it confirmed. fresh holds the keys of
-// the partition's effects that had no state.
-func (m *matching) record(ctx context.Context, w *pgx.Conn, confs []ledgerdb.Confirmation, fresh map[string]bool) (int, error) {
+// record writes a partition's confirmations in tx, whose connection has
+// the temporary table m_conf, and returns how many attempted effects it
+// confirmed. fresh holds the keys of the partition's effects that had no
+// state.
+func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confirmation, fresh map[string]bool) (int, error) {
 	if len(confs) == 0 {
 		return 0, nil
 	}
 	n := 0
-	err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
+	err := func() error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"m_conf"}, []string{"key", "external_id", "fresh"}, pgx.CopyFromSlice(len(confs), func(i int) ([]any, error) {
 			return []any{confs[i].Key, confs[i].ExternalID, fresh[confs[i].Key]}, nil
 		})); err != nil {
@@ -458,7 +493,7 @@ func (m *matching) record(ctx context.Context, w *pgx.Conn, confs []ledgerdb.Con
 		tag, err := tx.Exec(ctx, matchRecordConfirmed, m.now)
 		n = int(tag.RowsAffected())
 		return err
-	})
+	}()
 	return n, err
 }
 

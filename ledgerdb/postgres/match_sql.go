@@ -29,8 +29,8 @@ CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NO
   external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, since timestamptz, final boolean NOT NULL);
 CREATE TEMP TABLE m_early AS SELECT ` + matchRecordCols + ` FROM evidence WITH NO DATA`
 
-	// matchWriterSetup prepares the connection that records confirmations.
-	matchWriterSetup = `CREATE TEMP TABLE m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
+	// matchWriterSetup prepares a connection that records confirmations.
+	matchWriterSetup = `CREATE TEMP TABLE IF NOT EXISTS m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
 
 	// matchClosed says whether any effect is closed (final or abandoned):
 	// only then can the run's evidence name one back into scope.

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -134,10 +136,38 @@ func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		err = s.migrateRiver(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
 	}
 	return done, nil
+}
+
+// migrateRiver brings River's tables up to date, beside the ledger's, for
+// the runs whose partitions are distributed (distribute.go). Its migrations
+// add to an enum and use the value added, which one transaction cannot do:
+// they run a transaction each, under a lock of the session.
+func (s *Store) migrateRiver(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	const key = `hashtext(current_schema() || '.reconcile.migrate.river')`
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+key+`)`)
+	migrator, err := rivermigrate.New(riverpgxv5.New(s.pool), nil)
+	if err != nil {
+		return err
+	}
+	if _, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river: %w", err)
+	}
+	return nil
 }
 
 // querier is what a pool and a transaction have in common.

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"reconcile/fixtures"
+	"reconcile/ledgerdb/ledgertest"
+)
+
+// startWorkers starts n `reconcile worker` processes on the ledger at url,
+// stopped (SIGTERM, as a deployment stops them) when t ends.
+func startWorkers(t *testing.T, url string, n int) {
+	t.Helper()
+	for i := range n {
+		cmd := exec.Command(os.Args[0], "--log-level", "warn", "worker", "--ledger", url, "--workers", "2")
+		cmd.Env = append(os.Environ(), mainEnv+"=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("worker %d: %v\n%s", i, err, stderr.String())
+			}
+		})
+	}
+}
+
+var runIDs = regexp.MustCompile(`rec_\d{8}T\d{6}Z_[0-9a-f]{6}`)
+
+// normalized is a run's JSON result without what differs between two runs
+// of the same ledger and inputs: the run's id and its times.
+func normalized(t *testing.T, result []byte) string {
+	t.Helper()
+	var r map[string]any
+	if err := json.Unmarshal(result, &r); err != nil {
+		t.Fatalf("result: %v", err)
+	}
+	delete(r, "run_id")
+	delete(r, "started_at")
+	delete(r, "finished_at")
+	ds, _ := r["discrepancies"].([]any)
+	for _, d := range ds {
+		delete(d.(map[string]any), "first_found")
+	}
+	b, err := json.MarshalIndent(r, "", " ") // map keys sorted
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runIDs.ReplaceAllString(string(b), "RUN")
+}
+
+// effectStates is what the runs leave in the ledger of each effect.
+func effectStates(t *testing.T, url string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT e.key, e.status, coalesce(e.external_id, ''), coalesce(s.class, ''), coalesce(s.final, false)
+		FROM effect e LEFT JOIN effect_state s ON s.key = e.key ORDER BY e.key COLLATE "C"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out strings.Builder
+	for rows.Next() {
+		var key, status, id, class string
+		var final bool
+		if err := rows.Scan(&key, &status, &id, &class, &final); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&out, key, status, id, class, final)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+var (
+	partitionsLogged = regexp.MustCompile(`msg="partitions matched".* partitions=(\d+)`)
+	recordedBy       = regexp.MustCompile(`msg="partitions recorded".* by="?(map\[[^]]*\])`)
+)
+
+// One run's partitions matched by 1, 2 and 4 `reconcile worker` processes
+// give the result, byte for byte, and the ledger that
+// the run gives matching them alone, over a world of duplicates, missing,
+// mismatched, pending and unexpected effects, refunds and a webhook dump,
+// cut into a dozen partitions.
+func TestDistributedRunMatchesOneProcess(t *testing.T) {
+	world := fixtures.NewWorld(3000, fixtures.DefaultRates, 11)
+	dir := t.TempDir()
+	report, events := filepath.Join(dir, "world.itemized.csv"), filepath.Join(dir, "world.events.jsonl")
+	for path, write := range map[string]func(w *bytes.Buffer) error{
+		report: func(w *bytes.Buffer) error { return world.WriteItemized(w) },
+		events: func(w *bytes.Buffer) error { return world.WriteEvents(w) },
+	} {
+		var buf bytes.Buffer
+		if err := write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	night := func(t *testing.T, processes int) (result, state string) {
+		l := ledgertest.New(t, "postgres")
+		if err := l.Open(t, nil).LoadEffects(context.Background(), world.Effects); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "result.json")
+		args := []string{"--log-level", "debug", "run", "--ledger", l.URL, "--lag", "3h", "--stripe-tz", "UTC", "--partition-size", "250",
+			"--json", out}
+		if processes > 0 { // the run only waits: every partition is a worker process's
+			args = append(args, "--distribute", "--workers", "0")
+			startWorkers(t, l.URL, processes)
+		}
+		code, _, errOut := reconcileCmd(t, append(args, report, events)...)
+		if code != exitPerson {
+			t.Fatalf("run exited %d, want 3 (findings for a person): %s", code, errOut)
+		}
+		m := partitionsLogged.FindStringSubmatch(errOut)
+		if m == nil || m[1] == "1" {
+			t.Fatalf("the run was not cut into partitions: %v", m)
+		}
+		if by := recordedBy.FindStringSubmatch(errOut); processes > 0 && (by == nil || strings.Contains(by[1], fmt.Sprintf(":%d:", os.Getpid()))) {
+			t.Errorf("partitions recorded by %v; want worker processes alone", by)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return normalized(t, b), effectStates(t, l.URL)
+	}
+	alone, aloneState := night(t, 0)
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
+			result, state := night(t, n)
+			if result != alone {
+				t.Errorf("the result differs from one process's:\n%s", firstDifference(alone, result))
+			}
+			if state != aloneState {
+				t.Errorf("the ledger differs from one process's:\n%s", firstDifference(aloneState, state))
+			}
+		})
+	}
+}
+
+// firstDifference shows where two texts part.
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			return fmt.Sprintf("line %d: want %q\n          got  %q", i+1, w[i], g[i])
+		}
+	}
+	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
+}
+
+// With --apply, a run whose partitions are matched by 1, 2 and 4 processes
+// makes each refund and redelivery exactly once, and the ledger agrees with
+// the provider: the actions stay the run's own, however the matching is
+// shared.
+func TestDistributedRunMakesEachActionOnce(t *testing.T) {
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
+			w := newApplyWorld(t, ledgertest.New(t, "postgres"))
+			startWorkers(t, w.l.URL, n-1)
+			code, r, errOut := w.reconcile("", "--distribute", "--partition-size", "2")
+			if code != 0 || r == nil {
+				t.Fatalf("run exited %d: %s", code, errOut)
+			}
+			if r.Counts["duplicated"] != len(w.dups) || r.Counts["missing"] != len(w.missing) {
+				t.Errorf("counts %v; want %d duplicated, %d missing", r.Counts, len(w.dups), len(w.missing))
+			}
+			w.check()
+		})
+	}
+}

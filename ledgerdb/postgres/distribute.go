@@ -1,0 +1,367 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"reconcile/ledgerdb"
+)
+
+// A distributed run's partitions are River jobs (github.com/riverqueue/river,
+// its tables migrated beside the ledger's), one per partition, unique by run
+// and partition. River hands them out, retries a partition whose worker
+// failed and gives a worker thought dead's partition to another; it is no
+// fence. The fence is the partition's row in stage_result: it is written in
+// the transaction that records the partition's confirmations, so that of
+// two workers that matched one partition the second records nothing.
+
+const partitionQueue = "reconcile_partition"
+
+// partitionArgs are a partition job's arguments.
+type partitionArgs struct {
+	RunID string          `json:"run_id"`
+	Index int             `json:"index"`
+	Input json.RawMessage `json:"input"`
+}
+
+func (partitionArgs) Kind() string { return "reconcile_partition" }
+
+// The limits of one partition's work: a partition takes about a second,
+// so a job running for longer than partitionTimeout has a worker that
+// hangs; one running for longer than partitionRescue has a worker that
+// died, and is given to another.
+const (
+	partitionTimeout  = 10 * time.Minute
+	partitionRescue   = 15 * time.Minute
+	partitionAttempts = 3
+)
+
+var errNotStaged = errors.New("the run's partitions are no longer staged: it ended")
+
+// river makes a River client on the store's pool that works partitions
+// with d.Match, d.Workers at a time (none: it only inserts).
+func (s *Store) river(d *ledgerdb.Distribution) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &partitionWorker{s: s, d: d})
+	log := slog.New(slog.DiscardHandler)
+	if d.Log != nil {
+		log = slog.New(warnings{d.Log.Handler()})
+	}
+	cfg := &river.Config{Workers: workers, JobTimeout: partitionTimeout, RescueStuckJobsAfter: partitionRescue,
+		MaxAttempts: partitionAttempts, Logger: log, ID: d.Worker}
+	if d.Workers > 0 {
+		cfg.Queues = map[string]river.QueueConfig{partitionQueue: {MaxWorkers: d.Workers}}
+		cfg.FetchCooldown = 20 * time.Millisecond
+		cfg.FetchPollInterval = 200 * time.Millisecond
+	}
+	return river.NewClient(riverpgxv5.New(s.pool), cfg)
+}
+
+// warnings passes on River's warnings and errors: what it logs at info (a
+// client started or stopped) says nothing to a person reading a run's log.
+type warnings struct{ slog.Handler }
+
+func (h warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnings) WithAttrs(as []slog.Attr) slog.Handler { return warnings{h.Handler.WithAttrs(as)} }
+func (h warnings) WithGroup(g string) slog.Handler       { return warnings{h.Handler.WithGroup(g)} }
+
+// DistributePartitions implements ledgerdb.Distributor.
+func (s *Store) DistributePartitions(ctx context.Context, p *ledgerdb.MatchParams, d *ledgerdb.Distribution) (*ledgerdb.MatchSummary, [][]byte, error) {
+	sum, results, err := s.distribute(ctx, p, d)
+	if err != nil {
+		return nil, nil, fmt.Errorf("match run %s: %w", p.RunID, err)
+	}
+	return sum, results, nil
+}
+
+func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledgerdb.Distribution) (*ledgerdb.MatchSummary, [][]byte, error) {
+	client, err := s.river(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
+		strs: map[string]string{}}
+	sum := &ledgerdb.MatchSummary{}
+	if err := m.prepare(ctx, sum); err != nil {
+		return nil, nil, err
+	}
+	bounds, err := m.bounds(ctx, sum)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err := s.unstage(context.WithoutCancel(ctx), p.RunID); err != nil && d.Log != nil {
+			d.Log.Warn("staged partitions not removed", "err", err)
+		}
+	}()
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := m.stage(ctx, tx, bounds); err != nil {
+			return err
+		}
+		jobs := make([]river.InsertManyParams, len(bounds))
+		for i := range jobs {
+			jobs[i] = river.InsertManyParams{Args: partitionArgs{RunID: p.RunID, Index: i, Input: d.Input},
+				InsertOpts: &river.InsertOpts{Queue: partitionQueue, UniqueOpts: river.UniqueOpts{ByArgs: true}}}
+		}
+		_, err := client.InsertManyTx(ctx, tx, jobs)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	conn.Close(ctx) // the temporary tables are staged: let them go
+	if d.Workers > 0 {
+		if err := client.Start(ctx); err != nil {
+			return nil, nil, err
+		}
+		defer client.Stop(context.WithoutCancel(ctx))
+	}
+	if err := s.await(ctx, p.RunID, len(bounds), d.Progress); err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT worker, confirmed, result FROM stage_result WHERE run_id = $1 ORDER BY idx`, p.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var results [][]byte
+	by := map[string]int{} // how many partitions each worker recorded
+	for rows.Next() {
+		var worker string
+		var n int
+		var b []byte
+		if err := rows.Scan(&worker, &n, &b); err != nil {
+			return nil, nil, err
+		}
+		by[worker]++
+		sum.Confirmed += n
+		results = append(results, b)
+	}
+	if d.Log != nil {
+		d.Log.Debug("partitions recorded", "by", by)
+	}
+	return sum, results, rows.Err()
+}
+
+// stage writes what the partitions are read from, for any process to read.
+func (m *matching) stage(ctx context.Context, tx pgx.Tx, bounds []bound) error {
+	run := m.p.RunID
+	var keys, tids []string
+	for k, ts := range m.conflict {
+		for _, t := range ts {
+			keys, tids = append(keys, k), append(tids, t)
+		}
+	}
+	los, his := make([]*string, len(bounds)), make([]*string, len(bounds))
+	for i, b := range bounds {
+		los[i], his[i] = b.lo, b.hi
+	}
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO stage_effect SELECT $1, key, provider, step, kind, status, external_id, created_at, amount, currency, request, class,
+			since, final FROM m_eff`, []any{run}},
+		{`UPDATE stage_effect s SET conflicts = c.tids FROM (SELECT k, array_agg(t ORDER BY n) AS tids
+			FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(k, t, n) GROUP BY k) c WHERE s.run_id = $1 AND s.key = c.k`,
+			[]any{run, nonNil(keys), nonNil(tids)}},
+		{`INSERT INTO stage_record SELECT $1, pkey, linked, mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at,
+			pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part`, []any{run}},
+		{`INSERT INTO stage_partition SELECT $1, n - 1, $4, lo, hi FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS b(lo, hi, n)`,
+			[]any{run, los, his, len(bounds)}},
+		{`ANALYZE stage_effect (run_id, key); ANALYZE stage_record (run_id, pkey)`, nil},
+	} {
+		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// await waits until each of the run's count partitions has its result, or
+// one of them failed for good.
+func (s *Store) await(ctx context.Context, run string, count int, progress func(done, count int)) error {
+	tick := time.NewTicker(100 * time.Millisecond) // polling the ledger, not waiting out a lease
+	defer tick.Stop()
+	for {
+		var done, failed int
+		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stage_result WHERE run_id = $1),
+			(SELECT count(*) FROM river_job WHERE kind = $2 AND args->>'run_id' = $1 AND state IN ('discarded', 'cancelled'))`,
+			run, partitionArgs{}.Kind()).Scan(&done, &failed); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(done, count)
+		}
+		if failed > 0 {
+			var errs []string
+			_ = s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(e->>'error'), '{}') FROM river_job, jsonb_array_elements(errors) e
+				WHERE kind = $2 AND args->>'run_id' = $1 AND state IN ('discarded', 'cancelled')`, run, partitionArgs{}.Kind()).Scan(&errs)
+			return fmt.Errorf("%d partitions failed: %v", failed, errs)
+		}
+		if done == count {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// unstage removes a run's staged rows. A worker that takes one of its
+// partitions afterwards finds nothing staged, and cancels it. When no other
+// run is staged, the tables are emptied whole, which leaves nothing for a
+// vacuum to do.
+func (s *Store) unstage(ctx context.Context, run string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE stage_partition, stage_effect, stage_record, stage_result`); err != nil {
+			return err
+		}
+		var others bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stage_partition WHERE run_id <> $1)`, run).Scan(&others); err != nil {
+			return err
+		}
+		if !others {
+			_, err := tx.Exec(ctx, `TRUNCATE stage_partition, stage_effect, stage_record, stage_result`)
+			return err
+		}
+		for _, t := range []string{"stage_partition", "stage_effect", "stage_record", "stage_result"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+t+` WHERE run_id = $1`, run); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WorkPartitions implements ledgerdb.Distributor.
+func (s *Store) WorkPartitions(ctx context.Context, d *ledgerdb.Distribution) error {
+	if d.Workers < 1 {
+		return errors.New("work partitions: a worker works at least one partition at a time")
+	}
+	client, err := s.river(d)
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return client.Stop(context.WithoutCancel(ctx))
+}
+
+// partitionWorker matches and records one staged partition.
+type partitionWorker struct {
+	river.WorkerDefaults[partitionArgs]
+	s *Store
+	d *ledgerdb.Distribution
+}
+
+func (w *partitionWorker) Work(ctx context.Context, job *river.Job[partitionArgs]) error {
+	m, r, err := w.s.stagedPartition(ctx, job.Args.RunID, job.Args.Index, w.d)
+	if errors.Is(err, errNotStaged) {
+		return river.JobCancel(err)
+	}
+	if err != nil {
+		return err
+	}
+	confs, result, err := w.d.Match(job.Args.Input, r.part)
+	if err != nil {
+		return err
+	}
+	_, err = w.s.recordPartition(ctx, m, r, confs, result, func(tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	return err
+}
+
+// stagedPartition reads partition idx of a staged run.
+func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *ledgerdb.Distribution) (*matching, *read, error) {
+	m := &matching{p: &ledgerdb.MatchParams{RunID: run}, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{},
+		strs: map[string]string{}, staged: run, worker: d.Worker}
+	r := &read{part: &ledgerdb.Partition{Index: idx}, fresh: map[string]bool{}}
+	var b bound
+	err := s.pool.QueryRow(ctx, `SELECT count, lo, hi FROM stage_partition WHERE run_id = $1 AND idx = $2`, run, idx).
+		Scan(&r.part.Count, &b.lo, &b.hi)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, fmt.Errorf("run %s partition %d: %w", run, idx, errNotStaged)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.sources(ctx, s.pool, d.WebhookFormats); err != nil {
+		return nil, nil, err
+	}
+	if err := m.read(ctx, s.pool, r, b); err != nil {
+		return nil, nil, err
+	}
+	return m, r, nil
+}
+
+// recordPartition records a matched partition once: its result and its
+// confirmations in one transaction, and done (the job's completion) in
+// it. It returns false, having written nothing, when the partition's
+// result is recorded already (another worker matched it too) or its run
+// is no longer staged.
+func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs []ledgerdb.Confirmation, result []byte,
+	done func(pgx.Tx) error) (bool, error) {
+	recorded := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO stage_result (run_id, idx, worker, confirmed, result) SELECT $1, $2, $3, 0, $4
+			WHERE EXISTS (SELECT 1 FROM stage_partition WHERE run_id = $1 AND idx = $2) ON CONFLICT DO NOTHING`,
+			m.staged, r.part.Index, m.worker, result)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, matchWriterSetup); err != nil {
+			return err
+		}
+		n, err := m.record(ctx, tx, confs, r.fresh)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE stage_result SET confirmed = $3 WHERE run_id = $1 AND idx = $2`, m.staged, r.part.Index, n); err != nil {
+			return err
+		}
+		recorded = true
+		return done(tx)
+	})
+	return recorded && err == nil, err
+}
+
+// sources reads the URI of every source, and which are webhook dumps.
+func (m *matching) sources(ctx context.Context, q querier, webhookFormats []string) error {
+	rows, err := q.Query(ctx, `SELECT id, uri, format FROM source`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var uri, format string
+		if err := rows.Scan(&id, &uri, &format); err != nil {
+			return err
+		}
+		m.uris[id], m.hook[id] = uri, slices.Contains(webhookFormats, format)
+	}
+	return rows.Err()
+}

@@ -1,0 +1,104 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/postgres/pgtest"
+	"reconcile/matcher"
+)
+
+// A partition is recorded once however many workers match it: River gives
+// the partition of a worker it thinks dead to another, and both may finish.
+// Here a second worker records the partition while the first is still
+// matching it; the first must then record nothing, neither its result nor
+// its confirmations. A worker that finishes after its run ended records
+// nothing either.
+func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.Schema(t), ledgerdb.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour).UTC()
+	const key = "app_1:charge:0"
+	if err := s.LoadEffects(ctx, []reconcile.Effect{{Key: key, RunID: "app_1", Step: "charge", Provider: "stripe",
+		Status: reconcile.StatusAttempted, CreatedAt: at, Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := s.IngestSource(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "e1", RunID: "run_1"},
+		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			ev := reconcile.Evidence{Provider: "stripe", TxID: "ch_0", Kind: reconcile.KindCharge, RawKind: "charge", Time: at, URI: "report.csv",
+				Line: 2, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, EffectKey: key, Raw: "ch_0"}
+			return &ledgerdb.SourceRecord{Format: "test", Hash: "h1", Rows: 1, Evidence: 1}, w.Evidence(&ev)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		late      *matching
+		lateRead  *read
+		otherDone bool
+	)
+	d := &ledgerdb.Distribution{Workers: 1, Worker: "first", Input: []byte(`{}`)}
+	d.Match = func(_ []byte, part *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
+		if len(part.Effects) != 1 || part.Effects[0].Key != key || len(part.Evidence) != 1 {
+			t.Errorf("partition %d: %d effects, %d records; want the one effect and its record", part.Index, len(part.Effects), len(part.Evidence))
+		}
+		// Another worker was given the same partition, matched it, and
+		// recorded it first: with no confirmation.
+		m, r, err := s.stagedPartition(ctx, "run_1", part.Index, &ledgerdb.Distribution{Worker: "second"})
+		if err != nil {
+			return nil, nil, err
+		}
+		ok, err := s.recordPartition(ctx, m, r, nil, []byte(`"second"`), func(pgx.Tx) error { otherDone = true; return nil })
+		if err != nil || !ok {
+			t.Errorf("the second worker's record = %v, %v; want it recorded", ok, err)
+		}
+		late, lateRead = m, r
+		return []ledgerdb.Confirmation{{Key: key, ExternalID: "ch_0"}}, []byte(`"first"`), nil
+	}
+	sum, results, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID},
+		Kinds: matcher.StepKinds()}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !otherDone || len(results) != 1 || string(results[0]) != `"second"` || sum.Confirmed != 0 {
+		t.Errorf("results %q, confirmed %d; want the second worker's result alone, nothing confirmed", results, sum.Confirmed)
+	}
+	var states int
+	var status string
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM effect_state), (SELECT status FROM effect WHERE key = $1)`, key).
+		Scan(&states, &status); err != nil {
+		t.Fatal(err)
+	}
+	if states != 0 || status != "attempted" {
+		t.Errorf("%d states written, effect %s; want the first worker's confirmation not recorded", states, status)
+	}
+
+	// The run is over and its partitions unstaged: a worker that finishes
+	// now records nothing.
+	ok, err := s.recordPartition(ctx, late, lateRead, []ledgerdb.Confirmation{{Key: key, ExternalID: "ch_0"}}, []byte(`"late"`),
+		func(pgx.Tx) error { t.Error("a late worker completed its job"); return nil })
+	if err != nil || ok {
+		t.Errorf("a late worker's record = %v, %v; want nothing recorded", ok, err)
+	}
+	var staged int
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM effect_state) + (SELECT count(*) FROM stage_result)
+		+ (SELECT count(*) FROM stage_record) + (SELECT count(*) FROM stage_effect) + (SELECT count(*) FROM stage_partition)`).Scan(&staged); err != nil {
+		t.Fatal(err)
+	}
+	if staged != 0 {
+		t.Errorf("%d rows staged or written after the run; want none", staged)
+	}
+}
