@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -46,6 +47,21 @@ const (
 )
 
 var errNotStaged = errors.New("the run's partitions are no longer staged: it ended")
+
+// forWorkers returns the store on a pool of its own, large enough for
+// River and for n partitions at once, each of which reads on one
+// connection and records on another. close closes that pool.
+func (s *Store) forWorkers(ctx context.Context, n int) (ws *Store, close func(), err error) {
+	cfg := s.pool.Config()
+	cfg.MaxConns = max(cfg.MaxConns, int32(2*n+4))
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := *s
+	c.pool = pool
+	return &c, pool.Close, nil
+}
 
 // river makes a River client on the store's pool that works partitions
 // with d.Match, d.Workers at a time (none: it only inserts).
@@ -87,6 +103,11 @@ func (s *Store) DistributePartitions(ctx context.Context, p *ledgerdb.MatchParam
 }
 
 func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledgerdb.Distribution) (*ledgerdb.MatchSummary, [][]byte, error) {
+	s, closePool, err := s.forWorkers(ctx, d.Workers)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closePool()
 	client, err := s.river(d)
 	if err != nil {
 		return nil, nil, err
@@ -97,7 +118,12 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
-		strs: map[string]string{}}
+		strs: map[string]string{}, staged: p.RunID}
+	defer func() {
+		if err := s.unstage(context.WithoutCancel(ctx), p.RunID); err != nil && d.Log != nil {
+			d.Log.Warn("staged partitions not removed", "err", err)
+		}
+	}()
 	sum := &ledgerdb.MatchSummary{}
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, nil, err
@@ -106,11 +132,7 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err := s.unstage(context.WithoutCancel(ctx), p.RunID); err != nil && d.Log != nil {
-			d.Log.Warn("staged partitions not removed", "err", err)
-		}
-	}()
+	start := time.Now()
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if err := m.stage(ctx, tx, bounds); err != nil {
 			return err
@@ -126,6 +148,9 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 		return nil, nil, err
 	}
 	conn.Close(ctx) // the temporary tables are staged: let them go
+	if d.Log != nil {
+		d.Log.Debug("partitions staged", "partitions", len(bounds), "elapsed", time.Since(start).Round(time.Millisecond))
+	}
 	if d.Workers > 0 {
 		if err := client.Start(ctx); err != nil {
 			return nil, nil, err
@@ -135,31 +160,37 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	if err := s.await(ctx, p.RunID, len(bounds), d.Progress); err != nil {
 		return nil, nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT worker, confirmed, result FROM stage_result WHERE run_id = $1 ORDER BY idx`, p.RunID)
+	rows, err := s.pool.Query(ctx, `SELECT worker, confirmed, result, work_ms FROM stage_result WHERE run_id = $1 ORDER BY idx`, p.RunID)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	var results [][]byte
 	by := map[string]int{} // how many partitions each worker recorded
+	var work, longest time.Duration
 	for rows.Next() {
 		var worker string
 		var n int
 		var b []byte
-		if err := rows.Scan(&worker, &n, &b); err != nil {
+		var ms int64
+		if err := rows.Scan(&worker, &n, &b, &ms); err != nil {
 			return nil, nil, err
 		}
 		by[worker]++
+		work += time.Duration(ms) * time.Millisecond
+		longest = max(longest, time.Duration(ms)*time.Millisecond)
 		sum.Confirmed += n
 		results = append(results, b)
 	}
 	if d.Log != nil {
-		d.Log.Debug("partitions recorded", "by", by)
+		d.Log.Debug("partitions recorded", "by", by, "work", work, "longest", longest)
 	}
 	return sum, results, rows.Err()
 }
 
-// stage writes what the partitions are read from, for any process to read.
+// stage completes what the partitions are read from, for any process to
+// read: prepare has written the effects in scope and the records into the
+// staged rows already; stage adds the effects' conflicts, and the bounds.
 func (m *matching) stage(ctx context.Context, tx pgx.Tx, bounds []bound) error {
 	run := m.p.RunID
 	var keys, tids []string
@@ -172,26 +203,14 @@ func (m *matching) stage(ctx context.Context, tx pgx.Tx, bounds []bound) error {
 	for i, b := range bounds {
 		los[i], his[i] = b.lo, b.hi
 	}
-	for _, st := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO stage_effect SELECT $1, key, provider, step, kind, status, external_id, created_at, amount, currency, request, class,
-			since, final FROM m_eff`, []any{run}},
-		{`UPDATE stage_effect s SET conflicts = c.tids FROM (SELECT k, array_agg(t ORDER BY n) AS tids
-			FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(k, t, n) GROUP BY k) c WHERE s.run_id = $1 AND s.key = c.k`,
-			[]any{run, nonNil(keys), nonNil(tids)}},
-		{`INSERT INTO stage_record SELECT $1, pkey, linked, mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at,
-			pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part`, []any{run}},
-		{`INSERT INTO stage_partition SELECT $1, n - 1, $4, lo, hi FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS b(lo, hi, n)`,
-			[]any{run, los, his, len(bounds)}},
-		{`ANALYZE stage_effect (run_id, key); ANALYZE stage_record (run_id, pkey)`, nil},
-	} {
-		if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
-			return err
-		}
+	if _, err := tx.Exec(ctx, `UPDATE stage_effect s SET conflicts = c.tids FROM (SELECT k, array_agg(t ORDER BY n) AS tids
+		FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(k, t, n) GROUP BY k) c WHERE s.run_id = $1 AND s.key = c.k`,
+		run, nonNil(keys), nonNil(tids)); err != nil {
+		return err
 	}
-	return nil
+	_, err := tx.Exec(ctx, `INSERT INTO stage_partition SELECT $1, n - 1, $4, lo, hi FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS b(lo, hi, n)`,
+		run, los, his, len(bounds))
+	return err
 }
 
 // await waits until each of the run's count partitions has its result, or
@@ -257,6 +276,11 @@ func (s *Store) WorkPartitions(ctx context.Context, d *ledgerdb.Distribution) er
 	if d.Workers < 1 {
 		return errors.New("work partitions: a worker works at least one partition at a time")
 	}
+	s, closePool, err := s.forWorkers(ctx, d.Workers)
+	if err != nil {
+		return err
+	}
+	defer closePool()
 	client, err := s.river(d)
 	if err != nil {
 		return err
@@ -297,7 +321,7 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[partitionArgs
 // stagedPartition reads partition idx of a staged run.
 func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *ledgerdb.Distribution) (*matching, *read, error) {
 	m := &matching{p: &ledgerdb.MatchParams{RunID: run}, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{},
-		strs: map[string]string{}, staged: run, worker: d.Worker}
+		strs: map[string]string{}, staged: run, worker: d.Worker, started: time.Now()}
 	r := &read{part: &ledgerdb.Partition{Index: idx}, fresh: map[string]bool{}}
 	var b bound
 	err := s.pool.QueryRow(ctx, `SELECT count, lo, hi FROM stage_partition WHERE run_id = $1 AND idx = $2`, run, idx).
@@ -326,7 +350,7 @@ func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs
 	done func(pgx.Tx) error) (bool, error) {
 	recorded := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO stage_result (run_id, idx, worker, confirmed, result) SELECT $1, $2, $3, 0, $4
+		tag, err := tx.Exec(ctx, `INSERT INTO stage_result (run_id, idx, worker, confirmed, result, work_ms) SELECT $1, $2, $3, 0, $4, 0
 			WHERE EXISTS (SELECT 1 FROM stage_partition WHERE run_id = $1 AND idx = $2) ON CONFLICT DO NOTHING`,
 			m.staged, r.part.Index, m.worker, result)
 		if err != nil || tag.RowsAffected() == 0 {
@@ -339,7 +363,8 @@ func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE stage_result SET confirmed = $3 WHERE run_id = $1 AND idx = $2`, m.staged, r.part.Index, n); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE stage_result SET confirmed = $3, work_ms = $4 WHERE run_id = $1 AND idx = $2`,
+			m.staged, r.part.Index, n, time.Since(m.started).Milliseconds()); err != nil {
 			return err
 		}
 		recorded = true

@@ -324,7 +324,9 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	}
 	_, results, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
 		&ledgerdb.Distribution{Workers: 1, Worker: "w1", Input: []byte(`{}`),
-			Match: func([]byte, *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) { return nil, []byte(`{}`), nil }})
+			Match: func([]byte, *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
+				return nil, []byte(`{}`), nil
+			}})
 	must("DistributePartitions", err)
 	if len(results) != 1 {
 		t.Errorf("DistributePartitions as the job's role gave %d results, want 1", len(results))

@@ -72,8 +72,9 @@ type matching struct {
 	effects, records int
 	// staged is the run id when the partitions are read from the run's
 	// staged rows (distribute.go), not from this connection's tables.
-	staged string
-	worker string // the process that matches a staged partition
+	staged  string
+	worker  string    // the process that matches a staged partition
+	started time.Time // when it began to read it
 }
 
 // read is a partition as read, with the keys of its effects that had no
@@ -202,6 +203,16 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(matchSetup); err != nil {
 		return err
 	}
+	effTable := matchEffTable
+	if m.staged != "" {
+		if _, err := m.conn.Exec(ctx, `SELECT set_config('reconcile.run_id', $1, false)`, m.staged); err != nil {
+			return err
+		}
+		effTable = matchEffStaged
+	}
+	if err := exec(effTable); err != nil {
+		return err
+	}
 	if err := exec(matchScopeOpen, steps, kinds); err != nil {
 		return err
 	}
@@ -222,7 +233,11 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	if err := exec(`CREATE INDEX ON m_eff (key COLLATE "C"); ANALYZE m_eff (key, provider, kind, external_id)`); err != nil {
+	index := `CREATE INDEX ON m_eff (key COLLATE "C"); ANALYZE m_eff (key, provider, kind, external_id)`
+	if m.staged != "" {
+		index = `ANALYZE stage_effect (run_id, key, provider, kind, external_id)`
+	}
+	if err := exec(index); err != nil {
 		return err
 	}
 	if earlier {
@@ -295,10 +310,17 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	if err := exec(tx(matchPartKeys), sources, linkKinds, charge); err != nil {
+	parts, index := `CREATE TEMP TABLE m_part AS `, `CREATE INDEX ON m_part (pkey); ANALYZE m_part (pkey, linked)`
+	if m.staged != "" {
+		if err := exec(matchPartStaged); err != nil {
+			return err
+		}
+		parts, index = `INSERT INTO m_part `, `ANALYZE stage_record (run_id, pkey, linked)`
+	}
+	if err := exec(tx(parts+matchPartKeys), sources, linkKinds, charge); err != nil {
 		return err
 	}
-	if err := exec(`DROP TABLE IF EXISTS m_cid; DROP TABLE m_tx, m_coi, m_early; CREATE INDEX ON m_part (pkey); ANALYZE m_part (pkey, linked)`); err != nil {
+	if err := exec(`DROP TABLE IF EXISTS m_cid; DROP TABLE m_tx, m_coi, m_early; ` + index); err != nil {
 		return err
 	}
 	// The sources the records come from, and how many there are of each.

@@ -25,9 +25,20 @@ const (
 	matchSetup = `SET work_mem = '256MB';
 SET jit = off;
 SET temp_buffers = '256MB';
-CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL, status text NOT NULL,
-  external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text, since timestamptz, final boolean NOT NULL);
 CREATE TEMP TABLE m_early AS SELECT ` + matchRecordCols + ` FROM evidence WITH NO DATA`
+
+	// m_eff and m_part are tables of this connection; when the run's
+	// partitions are distributed they are views of the run's staged rows
+	// instead (its id in the setting reconcile.run_id, which the staged
+	// rows take as their default), where workers read them.
+	matchEffTable = `CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL,
+  status text NOT NULL, external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text,
+  since timestamptz, final boolean NOT NULL)`
+	matchEffStaged = `CREATE TEMP VIEW m_eff AS SELECT key, provider, step, kind, status, external_id, created_at, amount, currency, request, class,
+  since, final FROM stage_effect WHERE run_id = current_setting('reconcile.run_id')`
+	matchPartStaged = `CREATE TEMP VIEW m_part AS SELECT pkey, linked, mine, source_id, line, provider, kind, tx_id, amount_minor, currency,
+  occurred_at, pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id
+FROM stage_record WHERE run_id = current_setting('reconcile.run_id')`
 
 	// matchWriterSetup prepares a connection that records confirmations.
 	matchWriterSetup = `CREATE TEMP TABLE IF NOT EXISTS m_conf (key text NOT NULL, external_id text NOT NULL, fresh boolean NOT NULL) ON COMMIT DELETE ROWS`
@@ -180,8 +191,7 @@ WHERE t.link IS NULL AND t.kind IN ('refund', 'dispute')`
 	// transaction that links to nothing is placed by its own id; a record
 	// of its own by its source and line, so that the records of one line
 	// that link to nothing stay together.
-	matchPartKeys = `CREATE TEMP TABLE m_part AS
-SELECT coalesce(t.link, t.rel, (CASE WHEN t.own = 0 THEN t.tid ELSE (SELECT uri FROM source WHERE id = r.source_id) || ':' || r.line END) COLLATE "C") AS pkey,
+	matchPartKeys = `SELECT coalesce(t.link, t.rel, (CASE WHEN t.own = 0 THEN t.tid ELSE (SELECT uri FROM source WHERE id = r.source_id) || ':' || r.line END) COLLATE "C") AS pkey,
   coalesce(t.link, t.rel) IS NOT NULL AS linked, r.mine, r.source_id, r.line, r.provider, r.kind, r.tx_id, r.amount_minor, r.currency, r.occurred_at,
   r.pending, r.failed, r.effect_key, r.parent_effect_key, r.payment_intent, r.parent_tx_id
 FROM ` + matchRecords + matchTxOf + `
