@@ -24,8 +24,7 @@ import (
 func startWorkers(t *testing.T, url string, n int) {
 	t.Helper()
 	for i := range n {
-		cmd := exec.Command(os.Args[0], "--log-level", "warn", "worker", "--ledger", url, "--workers", "2")
-		cmd.Env = append(os.Environ(), mainEnv+"=1")
+		cmd := workerCmd(url, "2")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -38,6 +37,12 @@ func startWorkers(t *testing.T, url string, n int) {
 			}
 		})
 	}
+}
+
+func workerCmd(url, workers string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "--log-level", "warn", "worker", "--ledger", url, "--workers", workers)
+	cmd.Env = append(append(os.Environ(), mainEnv+"=1"), env...)
+	return cmd
 }
 
 var runIDs = regexp.MustCompile(`rec_\d{8}T\d{6}Z_[0-9a-f]{6}`)
@@ -120,7 +125,10 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	night := func(t *testing.T, processes int) (result, state string) {
+	// night runs the world's night with its partitions matched by processes
+	// worker processes (0: the run alone); before, when it is set, while the
+	// run waits.
+	night := func(t *testing.T, processes int, before func(url string)) (result, state string) {
 		l := ledgertest.New(t, "postgres")
 		if err := l.Open(t, nil).LoadEffects(context.Background(), world.Effects); err != nil {
 			t.Fatal(err)
@@ -130,9 +138,22 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 			"--json", out}
 		if processes > 0 { // the run only waits: every partition is a worker process's
 			args = append(args, "--distribute", "--workers", "0")
-			startWorkers(t, l.URL, processes)
 		}
-		code, _, errOut := reconcileCmd(t, append(args, report, events)...)
+		type ran struct {
+			code   int
+			errOut string
+		}
+		done := make(chan ran)
+		go func() {
+			code, _, errOut := reconcileCmd(t, append(args, report, events)...)
+			done <- ran{code, errOut}
+		}()
+		if before != nil {
+			before(l.URL)
+		}
+		startWorkers(t, l.URL, processes)
+		r := <-done
+		code, errOut := r.code, r.errOut
 		if code != exitPerson {
 			t.Fatalf("run exited %d, want 3 (findings for a person): %s", code, errOut)
 		}
@@ -149,18 +170,48 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 		}
 		return normalized(t, b), effectStates(t, l.URL)
 	}
-	alone, aloneState := night(t, 0)
+	alone, aloneState := night(t, 0, nil)
+	same := func(t *testing.T, result, state string) {
+		if result != alone {
+			t.Errorf("the result differs from one process's:\n%s", firstDifference(alone, result))
+		}
+		if state != aloneState {
+			t.Errorf("the ledger differs from one process's:\n%s", firstDifference(aloneState, state))
+		}
+	}
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
-			result, state := night(t, n)
-			if result != alone {
-				t.Errorf("the result differs from one process's:\n%s", firstDifference(alone, result))
-			}
-			if state != aloneState {
-				t.Errorf("the ledger differs from one process's:\n%s", firstDifference(aloneState, state))
-			}
+			result, state := night(t, n, nil)
+			same(t, result, state)
 		})
 	}
+	// A worker killed (SIGKILL) after matching a partition and before
+	// recording it leaves its job running; River's rescuer makes such a job
+	// available again once it has run for 15 minutes. The test does what
+	// the rescuer does, at once, instead of waiting: the one part of this
+	// test that is not the real thing. Another worker then matches the
+	// partition, and the night is the one a single process gives.
+	t.Run("a worker killed mid-partition", func(t *testing.T) {
+		requireFailpoints(t)
+		result, state := night(t, 1, func(url string) {
+			killed := workerCmd(url, "1", "RECONCILE_TEST_CRASH_AT=worker:matched")
+			err := killed.Run()
+			if ws, ok := killed.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+				t.Fatalf("the worker was not killed at worker:matched: %v", err)
+			}
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			tag, err := conn.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now() WHERE state = 'running'`)
+			if err != nil || tag.RowsAffected() != 1 {
+				t.Fatalf("rescue: %v, %d jobs; want the killed worker's one", err, tag.RowsAffected())
+			}
+		})
+		same(t, result, state)
+	})
 }
 
 // firstDifference shows where two texts part.

@@ -221,7 +221,8 @@ func (s *Store) await(ctx context.Context, run string, count int, progress func(
 	for {
 		var done, failed int
 		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stage_result WHERE run_id = $1),
-			(SELECT count(*) FROM river_job WHERE kind = $2 AND args->>'run_id' = $1 AND state IN ('discarded', 'cancelled'))`,
+			(SELECT count(*) FROM river_job WHERE kind = $2 AND args @> jsonb_build_object('run_id', $1::text)
+			  AND state IN ('discarded', 'cancelled'))`,
 			run, partitionArgs{}.Kind()).Scan(&done, &failed); err != nil {
 			return err
 		}
@@ -231,7 +232,7 @@ func (s *Store) await(ctx context.Context, run string, count int, progress func(
 		if failed > 0 {
 			var errs []string
 			_ = s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(e->>'error'), '{}') FROM river_job, jsonb_array_elements(errors) e
-				WHERE kind = $2 AND args->>'run_id' = $1 AND state IN ('discarded', 'cancelled')`, run, partitionArgs{}.Kind()).Scan(&errs)
+				WHERE kind = $2 AND args @> jsonb_build_object('run_id', $1::text) AND state IN ('discarded', 'cancelled')`, run, partitionArgs{}.Kind()).Scan(&errs)
 			return fmt.Errorf("%d partitions failed: %v", failed, errs)
 		}
 		if done == count {
