@@ -214,6 +214,23 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 	})
 }
 
+// Workers share a PostgreSQL ledger: on SQLite, --distribute and `reconcile
+// worker` are refused before anything is read or written.
+func TestDistributingNeedsPostgreSQL(t *testing.T) {
+	l := ledgertest.New(t, "sqlite")
+	report := writeFile(t, "2026-11-01.itemized.csv", settlement)
+	for _, args := range [][]string{{"run", "--distribute", "--ledger", l.URL, report}, {"worker", "--ledger", l.URL}} {
+		code, _, errOut := reconcileCmd(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, "is not PostgreSQL; workers share a PostgreSQL ledger") {
+			t.Errorf("%v = %d, %q; want 2 and the reason", args, code, errOut)
+		}
+	}
+	srcs, err := l.Open(t, nil).Sources(context.Background())
+	if err != nil || len(srcs) != 0 {
+		t.Errorf("sources after refusing = %v, %v; want none", srcs, err)
+	}
+}
+
 // firstDifference shows where two texts part.
 func firstDifference(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")

@@ -192,6 +192,9 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return err
 	}
 	defer store.Close()
+	if _, ok := store.(ledgerdb.Distributor); f.distribute && !ok {
+		return usageError("--distribute: the ledger %s is not PostgreSQL; workers share a PostgreSQL ledger", where(loc))
+	}
 	p.ID = job.NewRunID(a.clock.Now())
 	p.Args, _ = json.Marshal(map[string]any{"inputs": args, "as_of": f.asOf, "lag": f.lag.String(), "apply": f.apply, "slot": f.slot})
 	j := &job.Job{Store: store, Clock: a.clock, Provider: prov, Pager: a.pager(&f.act, f.page.clientURL), Owner: owner(),

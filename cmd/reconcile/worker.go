@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"reconcile/job"
+	"reconcile/ledgerdb"
 )
 
 func (a *app) workerCommand() *cobra.Command {
@@ -31,6 +32,9 @@ Example:
 				return err
 			}
 			defer store.Close()
+			if _, ok := store.(ledgerdb.Distributor); !ok {
+				return usageError("the ledger %s is not PostgreSQL; workers share a PostgreSQL ledger", where(loc))
+			}
 			a.log.Info("worker starting", "ledger", where(loc), "workers", workers)
 			return (&job.Job{Store: store, Clock: a.clock, Owner: owner(), Log: a.log}).Work(ctx, workers)
 		},
