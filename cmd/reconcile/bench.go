@@ -95,7 +95,7 @@ Example:
 	cmd.Flags().IntVar(&n, "effects", 100000, "number of charge effects")
 	cmd.Flags().IntVar(&second, "second-night", 0, "then reconcile a second night of N new charge effects on the same ledger (0: none)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
-	cmd.Flags().IntVar(&a.benchWorkers, "workers", 0, "PostgreSQL: distribute the run's partitions over this many processes, the run and N-1 `reconcile worker`s (0: the run matches them alone)")
+	cmd.Flags().IntVar(&a.benchWorkers, "workers", 0, "PostgreSQL: distribute the run's partitions over this many processes, the run and N-1 worker processes (0: the run matches them alone)")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE (and of the second night's to FILE.night2)")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
 	cmd.Flags().BoolVar(&anchors, "anchors", false, "then time DuckDB, encoding/csv and the database's floors on the same files, and the run against them")

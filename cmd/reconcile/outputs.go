@@ -147,7 +147,7 @@ Example:
 			return a.writeOutputs(ctx, store, &out, &res)
 		},
 	}
-	cmd.Flags().StringVar(&runID, "run", "", "the run's id, as the summary, the JSON result and `reconcile runs` name it; latest: the newest run that finished")
+	cmd.Flags().StringVar(&runID, "run", "", "the run's id, as the summary, the JSON result and reconcile runs name it; latest: the newest run that finished")
 	out.add(cmd)
 	a.addLedgerFlag(cmd)
 	return cmd

@@ -49,7 +49,7 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&f.lag, "lag", 24*time.Hour, "settlement lag: effects newer than the end of coverage minus this, with no evidence, are pending")
 	fl.BoolVar(&f.apply, "apply", false, "make the planned refunds and redeliveries, and page; without it nothing outside the ledger changes")
 	fl.BoolVar(&f.runLease, "run-lease", true, "take the ledger's run lease, so that overlapping runs (cron and an ad hoc run, two replicas) skip instead of running at once; actions are claimed one by one either way")
-	fl.BoolVar(&f.distribute, "distribute", false, "PostgreSQL: stage the run's partitions in the ledger and have them matched by worker processes (`reconcile worker`, on any machine), with the same result as one process")
+	fl.BoolVar(&f.distribute, "distribute", false, "PostgreSQL: stage the run's partitions in the ledger and have them matched by worker processes (reconcile worker, on any machine), with the same result as one process")
 	fl.IntVar(&f.workers, "workers", 1, "with --distribute: how many partitions this process matches at once (0: it only waits for the workers)")
 	fl.IntVar(&f.partitionSize, "partition-size", ledgerdb.DefaultPartitionSize, "about how many effects one partition of the matching holds: the memory a partition takes, and with --distribute the unit of work handed to a worker")
 	f.out.add(cmd)
