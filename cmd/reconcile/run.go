@@ -97,6 +97,11 @@ the next run with --apply. A page is critical when the money at risk of its find
 A run that finds the ledger's run lease held by another run does nothing, says so, and exits 0;
 its --json FILE gets a result with "skipped": true, the lease's holder and until when.
 
+With --distribute (a PostgreSQL ledger) the run stages its partitions in the ledger and has them
+matched and recorded by ` + "`reconcile worker`" + ` processes on any machine, --workers of them by
+itself; it makes the actions, records the findings and writes the result alone, the same result
+as one process gives.
+
 An effect is in scope when it is not yet finally reconciled, or when this run's evidence links to
 it. The cutoff is the end of each provider's evidence (or --as-of) minus --lag: an effect newer
 than the cutoff with no evidence is pending, not missing.
