@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -231,9 +232,9 @@ func (s *Store) await(ctx context.Context, run string, count int, progress func(
 		}
 		if failed > 0 {
 			var errs []string
-			_ = s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(e->>'error'), '{}') FROM river_job, jsonb_array_elements(errors) e
+			_ = s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(e->>'error'), '{}') FROM river_job, unnest(errors) e
 				WHERE kind = $2 AND args @> jsonb_build_object('run_id', $1::text) AND state IN ('discarded', 'cancelled')`, run, partitionArgs{}.Kind()).Scan(&errs)
-			return fmt.Errorf("%d partitions failed: %v", failed, errs)
+			return fmt.Errorf("%d partitions failed: %s", failed, strings.Join(errs, "; "))
 		}
 		if done == count {
 			return nil
@@ -309,8 +310,8 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[partitionArgs
 		return err
 	}
 	confs, result, err := w.d.Match(job.Args.Input, r.part)
-	if err != nil {
-		return err
+	if err != nil { // the same partition would fail again: the run fails now
+		return river.JobCancel(fmt.Errorf("run %s partition %d: %w", job.Args.RunID, job.Args.Index, err))
 	}
 	_, err = w.s.recordPartition(ctx, m, r, confs, result, func(tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +102,33 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 	}
 	if staged != 0 {
 		t.Errorf("%d rows staged or written after the run; want none", staged)
+	}
+}
+
+// A partition that cannot be matched fails the run at once, with the
+// reason, instead of being tried again: the same rows would fail again.
+func TestAPartitionThatCannotBeMatchedFailsTheRun(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.Schema(t), ledgerdb.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadEffects(ctx, []reconcile.Effect{{Key: "app_1:charge:0", RunID: "app_1", Step: "charge", Provider: "stripe",
+		Status: reconcile.StatusAttempted, CreatedAt: time.Now().UTC(), Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	d := &ledgerdb.Distribution{Workers: 1, Worker: "w1", Input: []byte(`{}`),
+		Match: func([]byte, *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
+			return nil, nil, errors.New("the effect's request is not what the matcher reads")
+		}}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, _, err = s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Kinds: matcher.StepKinds()}, d)
+	if err == nil || !strings.Contains(err.Error(), "the effect's request is not what the matcher reads") {
+		t.Errorf("DistributePartitions = %v; want the partition's failure", err)
 	}
 }
