@@ -13,11 +13,12 @@ func (a *app) workerCommand() *cobra.Command {
 		Use:   "worker",
 		Short: "Match the partitions of distributed runs (run --distribute) until stopped",
 		Long: `worker takes the partitions that runs started with --distribute stage in a PostgreSQL ledger,
-matches each, and records its confirmations and findings, --workers at a time, until it is
-stopped (SIGINT or SIGTERM; a partition it was matching is given to another worker). Start as
-many as the ledger can feed, on any machine: the run's result is the one a single process
-would give, each partition recorded once however often it is worked. The run itself makes the
-actions, records the findings that are not confirmations, pages and writes the result.
+matches each and records its confirmations, --workers at a time, until it is stopped (SIGINT or
+SIGTERM: it finishes the partitions it is matching first; the partition of a worker killed
+outright is given to another after 15 minutes). Start as many as the ledger can feed, on any
+machine: the run's result is the one a single process would give, each partition recorded once
+however often it is worked. The run itself makes the actions, records the findings that are not
+confirmations, pages and writes the result.
 
 Example:
   reconcile worker --ledger postgres://reconcile@db/payments --workers 2`,
