@@ -16,6 +16,19 @@ import (
 	"reconcile/matcher"
 )
 
+// migrated opens a fresh, migrated ledger for t.
+func migrated(t *testing.T) *Store {
+	s, err := Open(context.Background(), pgtest.Schema(t), ledgerdb.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // A partition is recorded once however many workers match it: River gives
 // the partition of a worker it thinks dead to another, and both may finish.
 // Here a second worker records the partition while the first is still
@@ -24,14 +37,7 @@ import (
 // nothing either.
 func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.Schema(t), ledgerdb.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migrated(t)
 	at := time.Now().Add(-time.Hour).UTC()
 	const key = "app_1:charge:0"
 	if err := s.LoadEffects(ctx, []reconcile.Effect{{Key: key, RunID: "app_1", Step: "charge", Provider: "stripe",
@@ -109,14 +115,7 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 // reason, instead of being tried again: the same rows would fail again.
 func TestAPartitionThatCannotBeMatchedFailsTheRun(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.Schema(t), ledgerdb.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migrated(t)
 	if err := s.LoadEffects(ctx, []reconcile.Effect{{Key: "app_1:charge:0", RunID: "app_1", Step: "charge", Provider: "stripe",
 		Status: reconcile.StatusAttempted, CreatedAt: time.Now().UTC(), Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)}}); err != nil {
 		t.Fatal(err)
@@ -127,7 +126,7 @@ func TestAPartitionThatCannotBeMatchedFailsTheRun(t *testing.T) {
 		}}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, _, err = s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Kinds: matcher.StepKinds()}, d)
+	_, _, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Kinds: matcher.StepKinds()}, d)
 	if err == nil || !strings.Contains(err.Error(), "the effect's request is not what the matcher reads") {
 		t.Errorf("DistributePartitions = %v; want the partition's failure", err)
 	}
