@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -261,4 +262,22 @@ func TestDistributedRunMakesEachActionOnce(t *testing.T) {
 			w.check()
 		})
 	}
+	// Two distributed runs at once, without the run lease, share the
+	// staged tables and the workers: each partition is its own run's, and
+	// each action is still made once.
+	t.Run("two runs at once", func(t *testing.T) {
+		w := newApplyWorld(t, ledgertest.New(t, "postgres"))
+		startWorkers(t, w.l.URL, 2)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if code, _, errOut := w.reconcile("", "--distribute", "--partition-size", "2", "--run-lease=false"); code != 0 {
+					t.Errorf("run exited %d: %s", code, errOut)
+				}
+			})
+		}
+		wg.Wait()
+		w.converge()
+		w.check()
+	})
 }

@@ -220,12 +220,15 @@ func (s *Store) await(ctx context.Context, run string, count int, progress func(
 	tick := time.NewTicker(100 * time.Millisecond) // polling the ledger, not waiting out a lease
 	defer tick.Stop()
 	for {
-		var done, failed int
+		var done, failed, staged int
 		if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM stage_result WHERE run_id = $1),
 			(SELECT count(*) FROM river_job WHERE kind = $2 AND args @> jsonb_build_object('run_id', $1::text)
-			  AND state IN ('discarded', 'cancelled'))`,
-			run, partitionArgs{}.Kind()).Scan(&done, &failed); err != nil {
+			  AND state IN ('discarded', 'cancelled')), (SELECT count(*) FROM stage_partition WHERE run_id = $1)`,
+			run, partitionArgs{}.Kind()).Scan(&done, &failed, &staged); err != nil {
 			return err
+		}
+		if staged != count { // removed by another process: what was recorded of them is gone too
+			return fmt.Errorf("%d of the run's %d staged partitions are gone", count-staged, count)
 		}
 		if progress != nil {
 			progress(done, count)
