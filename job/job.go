@@ -2,7 +2,9 @@
 // persists the run's inputs, has the ledger scope and link them, matches
 // partition by partition, makes the actions, records the findings, pages,
 // and holds the ledger's run lease meanwhile; it also holds the schedule
-// loop that starts runs and what `reconcile show` tells of one effect.
+// loop that starts runs, what `reconcile show` tells of one effect, and,
+// on a PostgreSQL ledger, the matching of a run's partitions by worker
+// processes (distribute.go).
 //
 // A Job takes its clock, ledger, provider and pager from its caller, so
 // that tests move a fake clock instead of sleeping. cmd/reconcile keeps
