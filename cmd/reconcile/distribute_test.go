@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -48,22 +49,45 @@ func workerCmd(url, workers string, env ...string) *exec.Cmd {
 
 var runIDs = regexp.MustCompile(`rec_\d{8}T\d{6}Z_[0-9a-f]{6}`)
 
-// normalized is a run's JSON result without what differs between two runs
-// of the same ledger and inputs: the run's id and its times.
-func normalized(t *testing.T, result []byte) string {
+// normalized is runs' JSON results without what differs between two
+// series of runs of the same ledgers and inputs: the runs' ids and times.
+// When a finding was first found is replaced by the run that found it:
+// the one whose start and finish it falls between.
+func normalized(t *testing.T, results ...[]byte) string {
 	t.Helper()
-	var r map[string]any
-	if err := json.Unmarshal(result, &r); err != nil {
-		t.Fatalf("result: %v", err)
+	rs := make([]map[string]any, len(results))
+	type span struct{ from, to time.Time }
+	spans := make([]span, len(results))
+	at := func(v any) time.Time {
+		tm, err := time.Parse(time.RFC3339Nano, v.(string))
+		if err != nil {
+			t.Fatalf("result: %v", err)
+		}
+		return tm
 	}
-	delete(r, "run_id")
-	delete(r, "started_at")
-	delete(r, "finished_at")
-	ds, _ := r["discrepancies"].([]any)
-	for _, d := range ds {
-		delete(d.(map[string]any), "first_found")
+	for i, b := range results {
+		if err := json.Unmarshal(b, &rs[i]); err != nil {
+			t.Fatalf("result: %v", err)
+		}
+		spans[i] = span{at(rs[i]["started_at"]), at(rs[i]["finished_at"])}
+		for _, k := range []string{"run_id", "started_at", "finished_at"} {
+			delete(rs[i], k)
+		}
 	}
-	b, err := json.MarshalIndent(r, "", " ") // map keys sorted
+	for _, r := range rs {
+		ds, _ := r["discrepancies"].([]any)
+		for _, d := range ds {
+			d := d.(map[string]any)
+			found := at(d["first_found"])
+			d["first_found"] = "before the first run"
+			for i, s := range spans {
+				if !found.Before(s.from) && !found.After(s.to) {
+					d["first_found"] = fmt.Sprintf("by run %d", i+1)
+				}
+			}
+		}
+	}
+	b, err := json.MarshalIndent(rs, "", " ") // map keys sorted
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +129,12 @@ var (
 	recordedBy       = regexp.MustCompile(`msg="partitions recorded".* by="?(map\[[^]]*\])`)
 )
 
-// One run's partitions matched by 1, 2 and 4 `reconcile worker` processes
-// give the result, byte for byte, and the ledger that
-// the run gives matching them alone, over a world of duplicates, missing,
-// mismatched, pending and unexpected effects, refunds and a webhook dump,
-// cut into a dozen partitions.
+// A night's partitions matched by 1, 2 and 4 `reconcile worker` processes
+// give the result, byte for byte, and the ledger that the run gives matching
+// them alone, over a world of duplicates, missing, mismatched, pending and
+// unexpected effects, refunds and a webhook dump, cut into 13 partitions;
+// and so does the next night on the same inputs, whose findings were first
+// found by the night before.
 func TestDistributedRunMatchesOneProcess(t *testing.T) {
 	world := fixtures.NewWorld(3000, fixtures.DefaultRates, 11)
 	dir := t.TempDir()
@@ -126,52 +151,26 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// night runs the world's night with its partitions matched by processes
-	// worker processes (0: the run alone); before, when it is set, while the
-	// run waits.
-	night := func(t *testing.T, processes int, before func(url string)) (result, state string) {
+	// nights runs the world's night, and the same inputs again the next
+	// night (the effects left open, with what the first night found of
+	// them), with their partitions matched by processes worker processes
+	// (0: the run alone); before, when it is set, while the first run waits.
+	nights := func(t *testing.T, processes int, before func(url string)) (result, state string) {
 		l := ledgertest.New(t, "postgres")
 		if err := l.Open(t, nil).LoadEffects(context.Background(), world.Effects); err != nil {
 			t.Fatal(err)
 		}
-		out := filepath.Join(t.TempDir(), "result.json")
-		args := []string{"--log-level", "debug", "run", "--ledger", l.URL, "--lag", "3h", "--stripe-tz", "UTC", "--partition-size", "250",
-			"--json", out}
-		if processes > 0 { // the run only waits: every partition is a worker process's
-			args = append(args, "--distribute", "--workers", "0")
-		}
-		type ran struct {
-			code   int
-			errOut string
-		}
-		done := make(chan ran)
-		go func() {
-			code, _, errOut := reconcileCmd(t, append(args, report, events)...)
-			done <- ran{code, errOut}
-		}()
-		if before != nil {
-			before(l.URL)
-		}
-		startWorkers(t, l.URL, processes)
-		r := <-done
-		code, errOut := r.code, r.errOut
-		if code != exitPerson {
-			t.Fatalf("run exited %d, want 3 (findings for a person): %s", code, errOut)
-		}
-		m := partitionsLogged.FindStringSubmatch(errOut)
-		if m == nil || m[1] == "1" {
-			t.Fatalf("the run was not cut into partitions: %v", m)
-		}
-		if by := recordedBy.FindStringSubmatch(errOut); processes > 0 && (by == nil || strings.Contains(by[1], fmt.Sprintf(":%d:", os.Getpid()))) {
-			t.Errorf("partitions recorded by %v; want worker processes alone", by)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return normalized(t, b), effectStates(t, l.URL)
+		first := runNight(t, l.URL, processes > 0, "250", func() {
+			if before != nil {
+				before(l.URL)
+			}
+			startWorkers(t, l.URL, processes)
+		}, report, events)
+		second := runNight(t, l.URL, processes > 0, "20", func() {}, report, events) // the same workers
+		return normalized(t, first, second), effectStates(t, l.URL)
 	}
-	alone, aloneState := night(t, 0, nil)
+	alone, aloneState := nights(t, 0, nil)
+
 	same := func(t *testing.T, result, state string) {
 		if result != alone {
 			t.Errorf("the result differs from one process's:\n%s", firstDifference(alone, result))
@@ -182,7 +181,7 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 	}
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
-			result, state := night(t, n, nil)
+			result, state := nights(t, n, nil)
 			same(t, result, state)
 		})
 	}
@@ -194,7 +193,7 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 	// partition, and the night is the one a single process gives.
 	t.Run("a worker killed mid-partition", func(t *testing.T) {
 		requireFailpoints(t)
-		result, state := night(t, 1, func(url string) {
+		result, state := nights(t, 1, func(url string) {
 			killed := workerCmd(url, "1", "RECONCILE_TEST_CRASH_AT=worker:matched")
 			err := killed.Run()
 			if ws, ok := killed.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
@@ -280,4 +279,45 @@ func TestDistributedRunMakesEachActionOnce(t *testing.T) {
 		w.converge()
 		w.check()
 	})
+}
+
+// runNight runs a night on the ledger at url, its partitions of about size
+// effects matched by worker processes when distribute is set, else by the
+// run alone; meanwhile is called while the run works. It returns the
+// JSON result.
+func runNight(t *testing.T, url string, distribute bool, size string, meanwhile func(), inputs ...string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "result.json")
+	args := []string{"--log-level", "debug", "run", "--ledger", url, "--lag", "3h", "--stripe-tz", "UTC", "--partition-size", size,
+		"--json", out}
+	if distribute { // the run only waits: every partition is a worker process's
+		args = append(args, "--distribute", "--workers", "0")
+	}
+	type ran struct {
+		code   int
+		errOut string
+	}
+	done := make(chan ran)
+	go func() {
+		code, _, errOut := reconcileCmd(t, append(args, inputs...)...)
+		done <- ran{code, errOut}
+	}()
+	meanwhile()
+	r := <-done
+	code, errOut := r.code, r.errOut
+	if code != exitPerson {
+		t.Fatalf("run exited %d, want 3 (findings for a person): %s", code, errOut)
+	}
+	m := partitionsLogged.FindStringSubmatch(errOut)
+	if m == nil || m[1] == "1" {
+		t.Fatalf("the run was not cut into partitions: %v", m)
+	}
+	if by := recordedBy.FindStringSubmatch(errOut); distribute && (by == nil || strings.Contains(by[1], fmt.Sprintf(":%d:", os.Getpid()))) {
+		t.Errorf("partitions recorded by %v; want worker processes alone", by)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
