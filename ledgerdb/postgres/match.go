@@ -372,20 +372,21 @@ func (m *matching) conflicts(ctx context.Context, sql string, args ...any) error
 }
 
 // read fills part with the effects and records whose keys fall in b, from
-// the temporary tables of this connection's matching or, when m.run is
-// set, from the run's staged rows.
+// the temporary tables of this connection's matching or, when m.staged
+// is set, from the run's staged rows.
 func (m *matching) read(ctx context.Context, q querier, r *read, b bound) error {
 	part := r.part
 	effects, records, conflicts := "m_eff", "m_part", "NULL::text[]"
-	var args []any
 	if m.staged != "" {
 		effects, records, conflicts = "stage_effect", "stage_record", "conflicts"
-		args = append(args, m.staged)
 	}
+	var args []any
 	where := func(col string) string {
 		w := "true"
+		args = args[:0]
 		if m.staged != "" {
 			w = "run_id = $1"
+			args = append(args, m.staged)
 		}
 		if b.lo != nil {
 			args = append(args, *b.lo)
@@ -434,11 +435,6 @@ func (m *matching) read(ctx context.Context, q querier, r *read, b bound) error 
 	}
 	if err := rows.Err(); err != nil {
 		return err
-	}
-	if m.staged != "" {
-		args = args[:1]
-	} else {
-		args = args[:0]
 	}
 	rows, err = q.Query(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
 		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM `+records+` WHERE `+where("pkey"), args...)
