@@ -1,0 +1,116 @@
+package matcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+)
+
+// tangledWorld draws effects and records from small pools of keys and
+// ids, so that records name several effects, share payment intents and
+// parents, refund charges no effect made, and share lines: every way a
+// record can relate to another, many times over.
+func tangledWorld(r *rand.Rand) ([]Effect, []reconcile.Evidence) {
+	pick := func(pool ...string) string { return pool[r.IntN(len(pool))] }
+	ids := func(prefix string, n int) []string {
+		out := []string{""}
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s%d", prefix, i))
+		}
+		return out
+	}
+	keys, chs, pis := ids("k", 14), ids("ch_", 10), ids("pi_", 6)
+	chs = append(chs, "PSP1/MOD1", "PSP2/MOD2", "MOD1")
+	steps := []string{"charge", "charge", "refund", "compensate", "payout", "email"}
+	var effects []Effect
+	for i := range 1 + r.IntN(10) {
+		e := Effect{Key: fmt.Sprintf("k%d", i), Provider: pick("stripe", "stripe", "adyen"), Step: pick(steps...),
+			Status: reconcile.Status(pick("attempted", "confirmed", "abandoned")), ExternalID: pick(append(chs, pis...)...),
+			CreatedAt: t0.Add(time.Duration(r.IntN(48)) * time.Hour), Amount: int64(100 * r.IntN(4)), HasAmount: r.IntN(4) > 0,
+			Currency: pick("EUR", "USD")}
+		effects = append(effects, e)
+	}
+	var evidence []reconcile.Evidence
+	for range r.IntN(25) {
+		e := reconcile.Evidence{Provider: pick("stripe", "stripe", "adyen"), Kind: reconcile.Kind(pick("charge", "refund", "dispute", "payout")),
+			TxID: pick(chs...), PaymentIntent: pick(pis...), ParentTxID: pick("", "", "ch_1", "PSP1", "pi_2"),
+			EffectKey: pick(keys...), ParentEffectKey: pick("", "", "k1", "k2"),
+			Amount: reconcile.Money{Minor: int64(100 * (r.IntN(7) - 3)), Currency: pick("EUR", "USD")},
+			Time: t0.Add(time.Duration(r.IntN(48)) * time.Hour), URI: pick("a.csv", "b.jsonl"), Line: 1 + r.IntN(4),
+			Pending: r.IntN(8) == 0, Failed: r.IntN(8) == 0, Webhook: r.IntN(3) == 0}
+		if r.IntN(5) == 0 { // a record of its own, named by its line
+			e.TxID, e.PaymentIntent = "", ""
+		}
+		evidence = append(evidence, e)
+	}
+	return effects, evidence
+}
+
+func TestMatchingThePartitionsOfARouterEqualsOneMatch(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	splits := 0
+	for range 3000 {
+		effects, evidence := tangledWorld(r)
+		in := &Input{Cutoff: map[string]time.Time{"stripe": cutoff, "adyen": cutoff},
+			Scope:              map[Coverage]bool{{"stripe", reconcile.KindCharge}: true, {"adyen", reconcile.KindRefund}: true},
+			EscalateUnexpected: map[string]int64{"EUR": 200}}
+		one := *in
+		one.Effects, one.Evidence = effects, evidence
+		want := Match(&one)
+
+		router := NewRouter(len(effects) + len(evidence))
+		for i := range effects {
+			router.Effect(effects[i].Provider, effects[i].Key, effects[i].ExternalID)
+		}
+		for i := range evidence {
+			router.Record(&evidence[i])
+		}
+		part, count := router.Partitions(1 + r.IntN(4))
+		if count > 1 {
+			splits++
+		}
+		got := &Result{}
+		for p := range count {
+			each := *in
+			for i := range effects {
+				if part[i] == uint32(p) {
+					each.Effects = append(each.Effects, effects[i])
+				}
+			}
+			for i := range evidence {
+				if part[len(effects)+i] == uint32(p) {
+					each.Evidence = append(each.Evidence, evidence[i])
+				}
+			}
+			res := Match(&each)
+			got.Discrepancies = append(got.Discrepancies, res.Discrepancies...)
+			got.OutOfScope += res.OutOfScope
+		}
+		if diff := cmp.Diff(findingsOf(want), findingsOf(got)); diff != "" || want.OutOfScope != got.OutOfScope {
+			t.Fatalf("partitioned (%d) differs from one match (out of scope %d, %d) (-one +partitioned):\n%s\neffects %+v\nevidence %+v",
+				count, want.OutOfScope, got.OutOfScope, diff, effects, evidence)
+		}
+	}
+	if splits < 1000 {
+		t.Fatalf("only %d of the worlds were cut into more than one partition: the test proves little", splits)
+	}
+}
+
+// findingsOf gives the findings as sorted JSON: partitions give them in
+// another order than one match.
+func findingsOf(r *Result) []string {
+	out := make([]string, len(r.Discrepancies))
+	for i := range r.Discrepancies {
+		b, _ := json.Marshal(&r.Discrepancies[i])
+		out[i] = string(b)
+	}
+	slices.Sort(out)
+	return out
+}
