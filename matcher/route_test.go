@@ -43,7 +43,7 @@ func tangledWorld(r *rand.Rand) ([]Effect, []reconcile.Evidence) {
 			TxID: pick(chs...), PaymentIntent: pick(pis...), ParentTxID: pick("", "", "ch_1", "PSP1", "pi_2"),
 			EffectKey: pick(keys...), ParentEffectKey: pick("", "", "k1", "k2"),
 			Amount: reconcile.Money{Minor: int64(100 * (r.IntN(7) - 3)), Currency: pick("EUR", "USD")},
-			Time: t0.Add(time.Duration(r.IntN(48)) * time.Hour), URI: pick("a.csv", "b.jsonl"), Line: 1 + r.IntN(4),
+			Time:   t0.Add(time.Duration(r.IntN(48)) * time.Hour), URI: pick("a.csv", "b.jsonl"), Line: 1 + r.IntN(4),
 			Pending: r.IntN(8) == 0, Failed: r.IntN(8) == 0, Webhook: r.IntN(3) == 0}
 		if r.IntN(5) == 0 { // a record of its own, named by its line
 			e.TxID, e.PaymentIntent = "", ""
