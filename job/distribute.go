@@ -36,6 +36,7 @@ type partitionResult struct {
 	OutOfScope int                     `json:"out_of_scope"`
 	Volumes    []report.Volume         `json:"volumes"`
 	Matching   time.Duration           `json:"matching_ns"`
+	Unlinked   []txName                `json:"unlinked"`
 }
 
 // distribute has the run's partitions matched by workers, n of them in
@@ -78,6 +79,12 @@ func (j *Job) distribute(ctx context.Context, p *ledgerdb.MatchParams, m *partit
 		m.confirmed += r.Confirmed
 		m.outOfScope += r.OutOfScope
 		m.matching += r.Matching
+		for _, n := range r.Unlinked {
+			if m.unlinked == nil {
+				m.unlinked = map[txName]bool{}
+			}
+			m.unlinked[n] = true
+		}
 		for i := range r.Volumes {
 			m.mergeVolume(&r.Volumes[i])
 		}
@@ -116,7 +123,11 @@ func (j *Job) matchPartition(input []byte, part *ledgerdb.Partition) ([]ledgerdb
 		return nil, nil, err
 	}
 	crash("worker:matched") // matched, nothing recorded
-	b, err := json.Marshal(&partitionResult{Kept: m.kept, Created: m.created, Since: m.since, Confirmed: m.confirmed,
-		OutOfScope: m.outOfScope, Volumes: m.volumes(), Matching: m.matching})
+	r := &partitionResult{Kept: m.kept, Created: m.created, Since: m.since, Confirmed: m.confirmed,
+		OutOfScope: m.outOfScope, Volumes: m.volumes(), Matching: m.matching}
+	for n := range m.unlinked {
+		r.Unlinked = append(r.Unlinked, n)
+	}
+	b, err := json.Marshal(r)
 	return confs, b, err
 }

@@ -2,6 +2,7 @@ package job
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ type partitionMatch struct {
 	in         matcher.Input // the cutoffs, scope and paging thresholds
 	log        *slog.Logger
 	kept       []reconcile.Discrepancy
+	unlinked   map[txName]bool      // the kept unexpected transactions that link to no effect in scope
 	created    map[string]time.Time // when each kept finding's effect was created
 	since      map[string]time.Time // when an earlier run first found a kept finding's effect in the class it has now
 	confirmed  int
@@ -51,12 +53,17 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 		if err != nil {
 			m.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
 		}
-		e.Conflicts = part.Effects[i].Conflicts
 		in.Effects[i] = e
 		byKey[e.Key] = i
 	}
 	in.Evidence = append(part.Evidence, part.Earlier...)
 	found := matcher.Match(&in)
+	for _, i := range found.Unlinked {
+		if m.unlinked == nil {
+			m.unlinked = map[txName]bool{}
+		}
+		m.unlinked[nameOf(&found.Discrepancies[i].Transactions[0])] = true
+	}
 	ds := found.Discrepancies
 	if len(part.Earlier) > 0 {
 		ds = onlyThisRunsUnexpected(ds, part.Evidence)
@@ -116,6 +123,43 @@ func (m *partitionMatch) sorted() []reconcile.Discrepancy {
 	kept := m.kept
 	m.kept = nil
 	return kept
+}
+
+// txName names a provider's transaction by its id.
+type txName struct{ Provider, ID string }
+
+func nameOf(tx *reconcile.Transaction) txName { return txName{tx.Provider, tx.ID} }
+
+// dropReported drops the kept unexpected transactions that link to no
+// effect in scope and that evidence outside the run's sources holds: the
+// run that read that evidence reported them, and a person may have
+// decided on them since. A file that repeats yesterday's line is no new
+// unexpected money.
+func (m *partitionMatch) dropReported(ctx context.Context, store ledgerdb.Store, sources []int64) error {
+	if len(m.unlinked) == 0 {
+		return nil
+	}
+	p := &ledgerdb.LinkParams{ExcludeSources: sources}
+	for n := range m.unlinked {
+		p.IDs = append(p.IDs, n.ID)
+	}
+	slices.Sort(p.IDs)
+	earlier, err := store.LinkedEvidence(ctx, p)
+	if err != nil {
+		return err
+	}
+	reported := map[txName]bool{}
+	for i := range earlier {
+		reported[txName{earlier[i].Provider, earlier[i].TxID}] = true
+	}
+	m.kept = slices.DeleteFunc(m.kept, func(d reconcile.Discrepancy) bool {
+		if d.Class != reconcile.Unexpected {
+			return false
+		}
+		n := nameOf(&d.Transactions[0])
+		return m.unlinked[n] && reported[n]
+	})
+	return nil
 }
 
 // onlyThisRunsUnexpected drops unexpected transactions that no record of

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -245,43 +243,28 @@ func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in
 	}
 	in.Evidence = append(evidence, before...)
 	res := matcher.Match(&in)
-	res.Discrepancies = onlyThisRunsUnexpected(res.Discrepancies, evidence)
-	kept := res.Discrepancies[:0]
-	for _, d := range res.Discrepancies {
+	unlinked := map[*reconcile.Discrepancy]bool{}
+	for _, i := range res.Unlinked {
+		unlinked[&res.Discrepancies[i]] = true
+	}
+	var kept []reconcile.Discrepancy
+	for i := range res.Discrepancies {
+		d := &res.Discrepancies[i]
 		// A transaction that earlier evidence holds and that links to
 		// nothing in scope was reported when it was first seen.
-		if d.Class == reconcile.Unexpected {
-			if tx := &d.Transactions[0]; seen[[2]string{tx.Provider, tx.ID}] && !linkable(tx, in.Effects) {
+		if d.Class == reconcile.Unexpected && unlinked[d] {
+			if tx := &d.Transactions[0]; seen[[2]string{tx.Provider, tx.ID}] {
 				continue
 			}
 		}
-		kept = append(kept, d)
+		kept = append(kept, *d)
 	}
+	kept = onlyThisRunsUnexpected(kept, evidence)
 	res.Discrepancies = kept
 	return res
 }
 
-// linkable reports whether the ledger links tx to an effect in scope, by
-// the rules of matcher's link: a key it names, or an id of its that is an
-// effect's external id, of an effect whose step makes its kind.
-func linkable(tx *reconcile.Transaction, effects []matcher.Effect) bool {
-	ids := []string{tx.ID, tx.PaymentIntent, tx.ParentTxID}
-	if _, mod, ok := strings.Cut(tx.ID, "/"); ok {
-		ids = append(ids, mod)
-	}
-	for i := range effects {
-		e := &effects[i]
-		if k, ok := matcher.ExpectedKind(e.Step); !ok || k != tx.Kind || e.Provider != tx.Provider {
-			continue
-		}
-		if slices.Contains(tx.EffectKeys, e.Key) || e.ExternalID != "" && slices.Contains(ids, e.ExternalID) {
-			return true
-		}
-	}
-	return false
-}
-
-// Matching partition by partition, with the ledger linking the evidence,
+// Matching partition by partition, as the ledger cuts and reads them,
 // finds what one match over all of the data finds, however small the
 // partitions, on both ledgers.
 func TestPartitionedMatchEqualsOneMatch(t *testing.T) {
@@ -317,17 +300,20 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 	}
 
 	var got []reconcile.Discrepancy
+	unlinked := map[txName]bool{}
 	outOfScope := 0
 	_, err = store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: size},
 		func(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			pin := in
 			for _, e := range part.Effects {
 				m, _ := matcher.FromLedger(&e.Effect)
-				m.Conflicts = e.Conflicts
 				pin.Effects = append(pin.Effects, m)
 			}
 			pin.Evidence = append(part.Evidence, part.Earlier...)
 			res := matcher.Match(&pin)
+			for _, i := range res.Unlinked {
+				unlinked[nameOf(&res.Discrepancies[i].Transactions[0])] = true
+			}
 			got = append(got, onlyThisRunsUnexpected(res.Discrepancies, part.Evidence)...)
 			outOfScope += res.OutOfScope
 			return nil, nil
@@ -335,7 +321,10 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pm := &partitionMatch{kept: got}
+	pm := &partitionMatch{kept: got, unlinked: unlinked}
+	if err := pm.dropReported(ctx, store, []int64{run}); err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(jsonOf(want.Discrepancies), jsonOf(pm.sorted())); diff != "" {
 		t.Fatalf("partitioned matching differs from one match (-one +partitioned):\n%s", diff)
 	}

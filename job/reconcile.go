@@ -53,6 +53,9 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 		sum, err = j.Store.MatchPartitions(ctx, params, m.match)
 	}
 	stopMatch()
+	if err == nil {
+		err = m.dropReported(ctx, j.Store, fresh)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -83,22 +83,22 @@ type Store interface {
 	// each provider and kind, with the latest time of its records.
 	Coverage(ctx context.Context, sourceIDs []int64) ([]CoverageEnd, error)
 	// MatchPartitions prepares the matching of a run inside the ledger and
-	// hands it to match one partition at a time, in the order of the
-	// partitions' keys. The effects a run classifies (its scope) are every
-	// effect not finally reconciled and not abandoned, and every effect
+	// hands it to match one partition at a time. The effects a run
+	// classifies (its scope) are every effect not finally reconciled and
+	// not abandoned, and every effect
 	// whose key or external id the run's evidence names (a late duplicate
 	// re-opens a confirmed effect). The evidence is the run's records of
 	// the kinds the steps make (p.Kinds), and the earlier records that
 	// name an effect in scope by key or by its external id.
 	//
-	// The ledger links, in a few set-based statements, each provider
-	// transaction (the records matcher.Transactions merges) to the effect
-	// matcher.Match links it to, and puts it in that effect's partition; a
-	// transaction that links to nothing goes to the partition its own id
-	// falls in. A partition therefore holds everything the matcher needs
-	// to classify its effects as one match over all of the data would.
-	// Partitions are read in a compact form: no raw row, metadata,
-	// description, raw kind, fee or source hash.
+	// The ledger links nothing itself: it fetches the effects and records
+	// by keys, hands what each names to a matcher.Router, and places every
+	// row in the partition the Router gives it. A partition therefore holds
+	// every effect and record that the matcher could relate to one of its
+	// own, and matches as one match over all of the data would; which
+	// record links to which effect is the matcher's to decide. Partitions
+	// are read in a compact form: no raw row, metadata, description, raw
+	// kind, fee or source hash.
 	//
 	// match is called once per partition, in order, one call at a time
 	// (not necessarily on the caller's goroutine): a driver may read the

@@ -107,9 +107,6 @@ type ScopedEffect struct {
 	// that old. Zero when State is "".
 	Since time.Time
 	Final bool
-	// Conflicts are the ids of the transactions whose records name this
-	// effect and another effect in scope (matcher.Effect.Conflicts).
-	Conflicts []string
 }
 
 // Confirmation records that evidence confirmed an effect: its state

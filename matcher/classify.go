@@ -148,7 +148,7 @@ func ids(txs []reconcile.Transaction) string {
 // on its own, with how its records disagree.
 func deferConflict(e *Effect, held, linked []*reconcile.Transaction) reconcile.Discrepancy {
 	d := reconcile.Discrepancy{Class: reconcile.Deferred, EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount}
-	ids := slices.Clone(e.Conflicts)
+	var ids []string
 	for _, tx := range held {
 		if !slices.Contains(ids, tx.ID) {
 			ids = append(ids, tx.ID)

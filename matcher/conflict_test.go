@@ -18,8 +18,6 @@ func TestConflictingRecordsLinkToNoEffect(t *testing.T) {
 	}
 	refund := Effect{Key: "r:refund:0", Provider: "stripe", Step: "refund", CreatedAt: t0, Amount: 300, HasAmount: true, Currency: "EUR"}
 	payout := Effect{Key: "r:payout:0", Provider: "stripe", Step: "payout", CreatedAt: t0, Amount: 9000, HasAmount: true, Currency: "EUR"}
-	b := charge("r:charge:b", 50000)
-	b.Conflicts = []string{"ch_b"}
 	tests := []struct {
 		name     string
 		effects  []Effect
@@ -50,10 +48,6 @@ func TestConflictingRecordsLinkToNoEffect(t *testing.T) {
 				"deferred r:charge:a [] exp 50000 obs 0 {}",
 				"unexpected  [ch_a] exp 0 obs 50000 {escalate stripe:ch_a:escalate:unexpected}",
 			}},
-		{"a conflict the ledger found beyond this partition defers the effect here",
-			[]Effect{b},
-			[]reconcile.Evidence{ev("ch_x", reconcile.KindCharge, 50000, "r:charge:b")},
-			[]string{"deferred r:charge:b [ch_x] exp 50000 obs 0 {}"}},
 		{"a refund made twice goes to a person, never to more refunds",
 			[]Effect{refund},
 			[]reconcile.Evidence{ev("re_1", reconcile.KindRefund, -300, "r:refund:0"), ev("re_2", reconcile.KindRefund, -300, "r:refund:0")},

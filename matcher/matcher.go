@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,10 +29,6 @@ type Effect struct {
 	Amount    int64
 	HasAmount bool
 	Currency  string
-	// Conflicts are the ids of transactions whose records name this effect
-	// and disagree, as the ledger found them over every effect in scope:
-	// a transaction naming two effects is matched beside only one of them.
-	Conflicts []string
 }
 
 // FromLedger reads what the matcher needs from a ledger row.
@@ -132,6 +127,11 @@ type Result struct {
 	// OutOfScope counts effects whose step leaves no evidence (an email) or
 	// whose provider and kind the inputs do not cover.
 	OutOfScope int
+	// Unlinked are the indexes in Discrepancies of the unexpected
+	// transactions that link to no effect in scope, neither as theirs nor
+	// by naming one in conflict: when earlier evidence holds such a
+	// transaction, the run that read it first reported it.
+	Unlinked []int
 }
 
 // Count returns how many discrepancies have class c.
@@ -168,6 +168,7 @@ func Match(in *Input) *Result {
 	held := make([][]*reconcile.Transaction, len(effects)) // conflicting transactions that name each effect
 	res := &Result{Discrepancies: make([]reconcile.Discrepancy, 0, len(effects))}
 	var unexpected, loose []*reconcile.Transaction // loose: disputes that link to nothing
+	claimed := map[*reconcile.Transaction]bool{}   // transactions in conflict that name an effect in scope
 	for i := range txs {
 		tx := &txs[i]
 		if _, links := linkKinds[tx.Kind]; links && conflicts(tx, effects, byKey) {
@@ -178,6 +179,7 @@ func Match(in *Input) *Result {
 			for _, e := range named {
 				held[e] = append(held[e], tx)
 			}
+			claimed[tx] = len(named) > 0
 			unexpected = append(unexpected, tx)
 			continue
 		}
@@ -208,7 +210,7 @@ func Match(in *Input) *Result {
 	for i := range effects {
 		e := &effects[i]
 		kind, ok := ExpectedKind(e.Step)
-		if len(held[i]) > 0 || len(e.Conflicts) > 0 {
+		if len(held[i]) > 0 {
 			d := deferConflict(e, held[i], linked[i])
 			d.Related = copied(related[i])
 			res.Discrepancies = append(res.Discrepancies, d)
@@ -226,6 +228,9 @@ func Match(in *Input) *Result {
 		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], related[i], hasCutoff && !e.CreatedAt.After(cutoff)))
 	}
 	for _, tx := range unexpected {
+		if !claimed[tx] {
+			res.Unlinked = append(res.Unlinked, len(res.Discrepancies))
+		}
 		res.Discrepancies = append(res.Discrepancies, unexpectedMoney(tx, in.EscalateUnexpected))
 	}
 	return res
@@ -242,8 +247,7 @@ var linkKinds = func() map[reconcile.Kind]bool {
 
 // conflicts reports whether a transaction's records disagree: on the
 // amount or currency (merge notes it), or on the effect they name, when
-// they name two effects of ours or an effect the ledger says another
-// transaction of its named conflicts with this one. It sets tx.Conflict.
+// they name two effects of ours. It sets tx.Conflict.
 // Such a transaction links to no effect, since any link would let one
 // record (a line added to a webhook dump, a reissued report) move another
 // customer's money.
@@ -251,14 +255,13 @@ func conflicts(tx *reconcile.Transaction, effects []Effect, byKey map[string]int
 	if tx.Conflict != "" {
 		return true
 	}
-	named, flagged := 0, false // counted, not collected: every transaction passes here
+	named := 0 // counted, not collected: every transaction passes here
 	for _, k := range tx.EffectKeys {
 		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {
 			named++
-			flagged = flagged || slices.Contains(effects[i].Conflicts, tx.ID)
 		}
 	}
-	if named < 2 && !flagged {
+	if named < 2 {
 		return false
 	}
 	tx.Conflict = "its records name different effects: " + strings.Join(tx.EffectKeys, ", ")

@@ -26,16 +26,18 @@ type Router struct {
 	h      maphash.Hash
 	first  map[uint64]uint32 // a value's hash → the first node that named it
 	parent []uint32          // union-find forest over the nodes
+	effect []bool            // which nodes are effects
 }
 
 // NewRouter returns an empty Router; n is about how many nodes it will get.
 func NewRouter(n int) *Router {
-	return &Router{first: make(map[uint64]uint32, 2*n), parent: make([]uint32, 0, n)}
+	return &Router{first: make(map[uint64]uint32, 2*n), parent: make([]uint32, 0, n), effect: make([]bool, 0, n)}
 }
 
 // Effect adds an effect in scope as the next node.
 func (r *Router) Effect(provider, key, externalID string) {
 	n := r.node()
+	r.effect[n] = true
 	r.join(n, 'k', provider, key)
 	r.join(n, 'x', provider, externalID)
 }
@@ -60,14 +62,21 @@ func (r *Router) Record(e *reconcile.Evidence) {
 
 // Partitions assigns every node, in the order they were added, a
 // partition: whole groups, in the order of their first node, filling
-// each partition up to about size nodes (a group larger than that has one
-// of its own). It returns the assignment and how many partitions there
-// are, at least one.
+// each partition up to size effects, a group without effects counting as
+// one (a group larger than that has a partition of its own). It returns
+// the assignment and how many partitions there are, at least one.
 func (r *Router) Partitions(size int) (part []uint32, count int) {
 	size = max(size, 1)
 	weight := make([]uint32, len(r.parent))
-	for i := range r.parent {
-		weight[r.find(uint32(i))]++
+	for i, e := range r.effect {
+		if e {
+			weight[r.find(uint32(i))]++
+		}
+	}
+	for i := range weight {
+		if r.find(uint32(i)) == uint32(i) {
+			weight[i] = max(weight[i], 1)
+		}
 	}
 	part = make([]uint32, len(r.parent))
 	count = 1
@@ -90,6 +99,7 @@ func (r *Router) Partitions(size int) (part []uint32, count int) {
 func (r *Router) node() uint32 {
 	n := uint32(len(r.parent))
 	r.parent = append(r.parent, n)
+	r.effect = append(r.effect, false)
 	return n
 }
 

@@ -90,7 +90,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"RunResultIsKeptAsGiven", testRunResult},
 		{"CoverageOfTheRunsSources", testCoverage},
 		{"RejectedRowsOfASource", testRejectedRows},
-		{"MatchPartitionsLinkLikeTheMatcher", testMatchPartitionsLinkLikeTheMatcher},
+		{"MatchPartitionsKeepWhatRelatesTogether", testMatchPartitionsKeepWhatRelatesTogether},
 		{"MatchPartitionsGiveEffectsAsTheMatcherReadsThem", testMatchPartitionsGiveEffectsAsTheMatcherReadsThem},
 		{"MatchPartitionsAreBounded", testMatchPartitionsAreBounded},
 		{"MatchPartitionsRecordConfirmations", testMatchPartitionsRecordConfirmations},

@@ -118,8 +118,7 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 		return nil, nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
-		strs: map[string]string{}, staged: p.RunID}
+	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}, staged: p.RunID}
 	defer func() {
 		if err := s.unstage(context.WithoutCancel(ctx), p.RunID); err != nil && d.Log != nil {
 			d.Log.Warn("staged partitions not removed", "err", err)
@@ -129,16 +128,12 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, nil, err
 	}
-	bounds, err := m.bounds(ctx, sum)
-	if err != nil {
-		return nil, nil, err
-	}
 	start := time.Now()
 	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if err := m.stage(ctx, tx, bounds); err != nil {
+		if err := m.stage(ctx, tx, sum.Partitions); err != nil {
 			return err
 		}
-		jobs := make([]river.InsertManyParams, len(bounds))
+		jobs := make([]river.InsertManyParams, sum.Partitions)
 		for i := range jobs {
 			jobs[i] = river.InsertManyParams{Args: partitionArgs{RunID: p.RunID, Index: i, Input: d.Input},
 				InsertOpts: &river.InsertOpts{Queue: partitionQueue, UniqueOpts: river.UniqueOpts{ByArgs: true}}}
@@ -150,7 +145,7 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	}
 	conn.Close(ctx) // the temporary tables are staged: let them go
 	if d.Log != nil {
-		d.Log.Debug("partitions staged", "partitions", len(bounds), "elapsed", time.Since(start).Round(time.Millisecond))
+		d.Log.Debug("partitions staged", "partitions", sum.Partitions, "elapsed", time.Since(start).Round(time.Millisecond))
 	}
 	if d.Workers > 0 {
 		if err := client.Start(ctx); err != nil {
@@ -158,7 +153,7 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 		}
 		defer client.Stop(context.WithoutCancel(ctx))
 	}
-	if err := s.await(ctx, p.RunID, len(bounds), d.Progress); err != nil {
+	if err := s.await(ctx, p.RunID, sum.Partitions, d.Progress); err != nil {
 		return nil, nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT worker, confirmed, result, work_ms FROM stage_result WHERE run_id = $1 ORDER BY idx`, p.RunID)
@@ -189,28 +184,23 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	return sum, results, rows.Err()
 }
 
-// stage completes what the partitions are read from, for any process to
-// read: prepare has written the effects in scope and the records into the
-// staged rows already; stage adds the effects' conflicts, and the bounds.
-func (m *matching) stage(ctx context.Context, tx pgx.Tx, bounds []bound) error {
+// stage copies the run's partitions from this connection's temporary
+// tables into the staged rows, for any process to read, and says how many
+// there are.
+func (m *matching) stage(ctx context.Context, tx pgx.Tx, count int) error {
 	run := m.p.RunID
-	var keys, tids []string
-	for k, ts := range m.conflict {
-		for _, t := range ts {
-			keys, tids = append(keys, k), append(tids, t)
-		}
-	}
-	los, his := make([]*string, len(bounds)), make([]*string, len(bounds))
-	for i, b := range bounds {
-		los[i], his[i] = b.lo, b.hi
-	}
-	if _, err := tx.Exec(ctx, `UPDATE stage_effect s SET conflicts = c.tids FROM (SELECT k, array_agg(t ORDER BY n) AS tids
-		FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(k, t, n) GROUP BY k) c WHERE s.run_id = $1 AND s.key = c.k`,
-		run, nonNil(keys), nonNil(tids)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO stage_effect (run_id, part, key, provider, step, kind, status, external_id, created_at, amount,
+		currency, request, class, since, final)
+		SELECT $1, part, key, provider, step, kind, status, external_id, created_at, amount, currency, request, class, since, final FROM m_epart`, run); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO stage_partition SELECT $1, n - 1, $4, lo, hi FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS b(lo, hi, n)`,
-		run, los, his, len(bounds))
+	if _, err := tx.Exec(ctx, `INSERT INTO stage_record (run_id, part, mine, source_id, line, provider, kind, tx_id, amount_minor, currency,
+		occurred_at, pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id)
+		SELECT $1, part, mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed, effect_key,
+		  parent_effect_key, payment_intent, parent_tx_id FROM m_part`, run); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO stage_partition (run_id, idx, count) SELECT $1, i, $2 FROM generate_series(0, $2 - 1) AS i`, run, count)
 	return err
 }
 
@@ -328,9 +318,7 @@ func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *led
 	m := &matching{p: &ledgerdb.MatchParams{RunID: run}, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{},
 		strs: map[string]string{}, staged: run, worker: d.Worker, started: time.Now()}
 	r := &read{part: &ledgerdb.Partition{Index: idx}, fresh: map[string]bool{}}
-	var b bound
-	err := s.pool.QueryRow(ctx, `SELECT count, lo, hi FROM stage_partition WHERE run_id = $1 AND idx = $2`, run, idx).
-		Scan(&r.part.Count, &b.lo, &b.hi)
+	err := s.pool.QueryRow(ctx, `SELECT count FROM stage_partition WHERE run_id = $1 AND idx = $2`, run, idx).Scan(&r.part.Count)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, fmt.Errorf("run %s partition %d: %w", run, idx, errNotStaged)
 	}
@@ -340,7 +328,7 @@ func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *led
 	if err := m.sources(ctx, s.pool, d.WebhookFormats); err != nil {
 		return nil, nil, err
 	}
-	if err := m.read(ctx, s.pool, r, b); err != nil {
+	if err := m.read(ctx, s.pool, r); err != nil {
 		return nil, nil, err
 	}
 	return m, r, nil

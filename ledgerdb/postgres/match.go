@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +12,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/matcher"
 )
 
 // Coverage implements ledgerdb.Store.
@@ -48,8 +47,7 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
-		strs: map[string]string{}}
+	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}}
 	sum, err := m.run(ctx, s, match)
 	if err != nil {
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
@@ -62,12 +60,9 @@ type matching struct {
 	conn *pgx.Conn
 	p    *ledgerdb.MatchParams
 	now  time.Time
-	uris map[int64]string // source id → URI, of every source a record comes from
-	hook map[int64]bool   // the sources whose records are webhook events
-	// conflict gives the effects named by transactions in conflict, with
-	// those transactions' ids.
-	conflict map[string][]string
-	strs     map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	uris map[int64]string  // source id → URI, of every source a record comes from
+	hook map[int64]bool    // the sources whose records are webhook events
+	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// effects and records are how many the run has in all.
 	effects, records int
 	// staged is the run id when the partitions are read from the run's
@@ -93,10 +88,6 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
 	}
-	bounds, err := m.bounds(ctx, sum)
-	if err != nil {
-		return nil, err
-	}
 	w, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return nil, err
@@ -111,7 +102,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		defer close(reads)
 		for i := range sum.Partitions {
 			r := &read{part: &ledgerdb.Partition{Index: i, Count: sum.Partitions}, fresh: map[string]bool{}}
-			if err := m.read(gctx, m.conn, r, bounds[i]); err != nil {
+			if err := m.read(gctx, m.conn, r); err != nil {
 				return err
 			}
 			select {
@@ -158,37 +149,15 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	return sum, nil
 }
 
-// bound is the range of keys of one partition: from lo, included, to hi,
-// excluded; nil is open.
-type bound struct{ lo, hi *string }
-
-// bounds cuts the linked keys into partitions, and counts them in sum.
-func (m *matching) bounds(ctx context.Context, sum *ledgerdb.MatchSummary) ([]bound, error) {
-	m.effects, m.records = sum.Effects, sum.Records
-	rows, err := m.conn.Query(ctx, matchBounds, m.p.Size())
-	if err != nil {
-		return nil, err
-	}
-	cuts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bound, len(cuts)+1)
-	for i := range cuts {
-		out[i].hi, out[i+1].lo = &cuts[i], &cuts[i]
-	}
-	sum.Partitions = len(out)
-	return out, nil
-}
-
-// prepare links the run's evidence to the effects in scope and assigns
-// every record its partition key, in temporary tables.
+// prepare fetches the effects in scope and the records, routes them
+// into partitions (matcher.Router) and places every row in its partition,
+// in temporary tables.
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	if err := analyzeStale(ctx, m.conn, m.p.Sources); err != nil {
 		return err
 	}
 	steps, kinds := m.p.Steps()
-	sources, linkKinds, charge := nonNil(m.p.Sources), m.p.LinkKinds(), string(reconcile.KindCharge)
+	sources, linkKinds := nonNil(m.p.Sources), m.p.LinkKinds()
 	exec := func(sql string, args ...any) error {
 		_, err := m.conn.Exec(ctx, sql, args...)
 		return err
@@ -201,16 +170,6 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	if err := exec(matchSetup); err != nil {
-		return err
-	}
-	effTable := matchEffTable
-	if m.staged != "" {
-		if _, err := m.conn.Exec(ctx, `SELECT set_config('reconcile.run_id', $1, false)`, m.staged); err != nil {
-			return err
-		}
-		effTable = matchEffStaged
-	}
-	if err := exec(effTable); err != nil {
 		return err
 	}
 	if err := exec(matchScopeOpen, steps, kinds); err != nil {
@@ -233,177 +192,99 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	index := `CREATE INDEX ON m_eff (key COLLATE "C"); ANALYZE m_eff (key, provider, kind, external_id)`
-	if m.staged != "" {
-		index = `ANALYZE stage_effect (run_id, key, provider, kind, external_id)`
-	}
-	if err := exec(index); err != nil {
-		return err
-	}
 	if earlier {
 		if err := exec(matchEarlier, sources); err != nil {
 			return err
 		}
-		if err := exec(`ANALYZE m_early (provider, kind, tx_id, payment_intent, effect_key)`); err != nil {
-			return err
-		}
 	}
-	if err := exec(matchChargeOfIntent, sources, linkKinds, charge); err != nil {
+	if err := m.sources(ctx, m.conn, m.p.WebhookFormats); err != nil {
 		return err
 	}
-	var intentOnly bool
-	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_coi)`).Scan(&intentOnly); err != nil {
-		return err
-	}
-	// Most runs have no charge record that names only its intent: their
-	// statements spare the join with m_coi.
-	tx := func(sql string) string {
-		if intentOnly {
-			return sql
-		}
-		return strings.ReplaceAll(strings.ReplaceAll(sql, matchTxOf, matchTxOfNone), matchTid, matchTidNone)
-	}
-	if err := exec(tx(matchTransactions), sources, linkKinds, charge); err != nil {
-		return err
-	}
-	if err := exec(`ANALYZE m_tx (provider, kind, tid, own, link)`); err != nil {
-		return err
-	}
-	var unlinked, ambiguousIntent, ambiguousParent int
-	var loose bool // refunds or disputes that link to no effect
-	if err := m.conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE link IS NULL), count(*) FILTER (WHERE own = 0 AND pi <> pi_hi),
-		count(*) FILTER (WHERE own = 0 AND parent <> parent_hi), coalesce(bool_or(link IS NULL AND kind IN ('refund', 'dispute')), false)
-		FROM m_tx WHERE link IS NULL OR kind = $1`, charge).Scan(&unlinked, &ambiguousIntent, &ambiguousParent, &loose); err != nil {
-		return err
-	}
-	if ambiguousIntent > 0 {
-		if err := exec(tx(matchFirstIDs), sources, linkKinds, charge); err != nil {
-			return err
-		}
-	}
-	if ambiguousParent > 0 {
-		if err := exec(tx(matchFirstParents), sources, linkKinds, charge); err != nil {
-			return err
-		}
-	}
-	if unlinked > 0 {
-		if err := exec(matchByID); err != nil {
-			return err
-		}
-	}
-	if loose {
-		if err := exec(matchChargeIDs, charge); err != nil {
-			return err
-		}
-		if err := exec(`CREATE INDEX ON m_cid (id, provider); ANALYZE m_cid`); err != nil {
-			return err
-		}
-		if err := exec(matchRelated, charge); err != nil {
-			return err
-		}
-	}
-	if err := m.conflicts(ctx, tx(matchConflicts), sources, linkKinds, charge); err != nil {
-		return err
-	}
-	if earlier && unlinked > 0 {
-		if err := exec(matchSeen, sources); err != nil {
-			return err
-		}
-	}
-	parts, index := `CREATE TEMP TABLE m_part AS `, `CREATE INDEX ON m_part (pkey); ANALYZE m_part (pkey, linked)`
-	if m.staged != "" {
-		if err := exec(matchPartStaged); err != nil {
-			return err
-		}
-		parts, index = `INSERT INTO m_part `, `ANALYZE stage_record (run_id, pkey, linked)`
-	}
-	if err := exec(tx(parts+matchPartKeys), sources, linkKinds, charge); err != nil {
-		return err
-	}
-	if err := exec(`DROP TABLE IF EXISTS m_cid; DROP TABLE m_tx, m_coi, m_early; ` + index); err != nil {
-		return err
-	}
-	// The sources the records come from, and how many there are of each.
-	rows, err := m.conn.Query(ctx, `SELECT r.source_id, s.uri, s.format, r.n FROM (SELECT source_id, count(*) AS n FROM m_part GROUP BY source_id) r
-		JOIN source s ON s.id = r.source_id`)
+	effects, records, part, err := m.route(ctx, sum, sources, linkKinds)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var (
-			id          int64
-			uri, format string
-			n           int
-		)
-		if err := rows.Scan(&id, &uri, &format, &n); err != nil {
-			rows.Close()
-			return err
-		}
-		m.uris[id] = uri
-		m.hook[id] = slices.Contains(m.p.WebhookFormats, format)
-		sum.Records += n
-	}
-	if err := rows.Err(); err != nil {
+	if _, err := m.conn.CopyFrom(ctx, pgx.Identifier{"m_reff"}, []string{"n", "part"}, pgx.CopyFromSlice(len(effects), func(i int) ([]any, error) {
+		return []any{effects[i], part[i]}, nil
+	})); err != nil {
 		return err
 	}
-	return m.conn.QueryRow(ctx, `SELECT count(*) FROM m_eff`).Scan(&sum.Effects)
+	part = part[len(effects):]
+	if _, err := m.conn.CopyFrom(ctx, pgx.Identifier{"m_rrec"}, []string{"id", "part"}, pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
+		return []any{records[i], part[i]}, nil
+	})); err != nil {
+		return err
+	}
+	if err := exec(matchEffectParts); err != nil {
+		return err
+	}
+	if err := exec(matchRecordParts, sources, linkKinds); err != nil {
+		return err
+	}
+	m.effects, m.records = sum.Effects, sum.Records
+	return exec(matchPartIndexes)
 }
 
-// conflicts reads which effects in scope are named by a transaction whose
-// records name two of them: few, and none on most nights.
-func (m *matching) conflicts(ctx context.Context, sql string, args ...any) error {
-	var found bool
-	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_tx WHERE link <> link_hi)`).Scan(&found); err != nil || !found {
-		return err
-	}
-	rows, err := m.conn.Query(ctx, sql, args...)
+// route reads what the Router needs of every effect in scope and every
+// record, and returns the effects' row numbers, the records' ids and the
+// partition of each, effects first.
+func (m *matching) route(ctx context.Context, sum *ledgerdb.MatchSummary, sources []int64, linkKinds []string) (effects []int32, records []int64, part []uint32, err error) {
+	router := matcher.NewRouter(0)
+	rows, err := m.conn.Query(ctx, matchRouteEffects)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
+	}
+	for rows.Next() {
+		var n int32
+		var provider, key, external string
+		if err := rows.Scan(&n, &provider, &key, &external); err != nil {
+			rows.Close()
+			return nil, nil, nil, err
+		}
+		router.Effect(provider, key, external)
+		effects = append(effects, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	rows, err = m.conn.Query(ctx, matchRouteRecords, sources, linkKinds)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var key, tid string
-		if err := rows.Scan(&key, &tid); err != nil {
-			return err
+		var id, source int64
+		var e reconcile.Evidence
+		if err := rows.Scan(&id, &source, &e.Line, &e.Provider, &e.TxID, &e.PaymentIntent, &e.ParentTxID, &e.EffectKey, &e.ParentEffectKey); err != nil {
+			return nil, nil, nil, err
 		}
-		m.conflict[key] = append(m.conflict[key], tid)
+		e.URI = m.uris[source]
+		router.Record(&e)
+		records = append(records, id)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	part, sum.Partitions = router.Partitions(m.p.Size())
+	sum.Effects, sum.Records = len(effects), len(records)
+	return effects, records, part, nil
 }
 
-// read fills part with the effects and records whose keys fall in b, from
+// read fills part with the effects and records of its partition, from
 // the temporary tables of this connection's matching or, when m.staged
 // is set, from the run's staged rows.
-func (m *matching) read(ctx context.Context, q querier, r *read, b bound) error {
+func (m *matching) read(ctx context.Context, q querier, r *read) error {
 	part := r.part
-	effects, records, conflicts := "m_eff", "m_part", "NULL::text[]"
+	effects, records, where, args := "m_epart", "m_part", "part = $1", []any{part.Index}
 	if m.staged != "" {
-		effects, records, conflicts = "stage_effect", "stage_record", "conflicts"
-	}
-	var args []any
-	where := func(col string) string {
-		w := "true"
-		args = args[:0]
-		if m.staged != "" {
-			w = "run_id = $1"
-			args = append(args, m.staged)
-		}
-		if b.lo != nil {
-			args = append(args, *b.lo)
-			w += fmt.Sprintf(` AND %s COLLATE "C" >= $%d`, col, len(args))
-		}
-		if b.hi != nil {
-			args = append(args, *b.hi)
-			w += fmt.Sprintf(` AND %s COLLATE "C" < $%d`, col, len(args))
-		}
-		return w
+		effects, records, where, args = "stage_effect", "stage_record", "run_id = $1 AND part = $2", []any{m.staged, part.Index}
 	}
 	// Partitions hold about Size effects and a third more records: sized
 	// once, the slices do not leave the garbage of their growth.
 	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
 	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
 	rows, err := q.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), since, final, `+conflicts+` FROM `+effects+` WHERE `+where("key"), args...)
+		coalesce(class, ''), since, final FROM `+effects+` WHERE `+where, args...)
 	if err != nil {
 		return err
 	}
@@ -415,7 +296,7 @@ func (m *matching) read(ctx context.Context, q querier, r *read, b bound) error 
 			since                   *time.Time
 		)
 		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since,
-			&e.Final, &e.Conflicts); err != nil {
+			&e.Final); err != nil {
 			rows.Close()
 			return err
 		}
@@ -428,16 +309,13 @@ func (m *matching) read(ctx context.Context, q querier, r *read, b bound) error 
 		if e.State == "" {
 			r.fresh[e.Key] = true
 		}
-		if m.staged == "" {
-			e.Conflicts = m.conflict[e.Key]
-		}
 		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	rows, err = q.Query(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
-		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM `+records+` WHERE `+where("pkey"), args...)
+		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM `+records+` WHERE `+where, args...)
 	if err != nil {
 		return err
 	}

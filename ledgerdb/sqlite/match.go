@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/matcher"
 )
 
 // Coverage implements ledgerdb.Store.
@@ -48,8 +50,7 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 		return nil, err
 	}
 	defer conn.Close()
-	m := &matching{s: s, conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, conflict: map[string][]string{},
-		strs: map[string]string{}}
+	m := &matching{s: s, conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}}
 	defer conn.ExecContext(context.WithoutCancel(ctx), matchTeardown)
 	sum, err := m.run(ctx, match)
 	if err != nil {
@@ -64,12 +65,9 @@ type matching struct {
 	conn *sql.Conn
 	p    *ledgerdb.MatchParams
 	now  string
-	uris map[int64]string // source id → URI, of every source a record comes from
-	hook map[int64]bool   // the sources whose records are webhook events
-	// conflict gives the effects named by transactions in conflict, with
-	// those transactions' ids.
-	conflict map[string][]string
-	strs     map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	uris map[int64]string  // source id → URI, of every source a record comes from
+	hook map[int64]bool    // the sources whose records are webhook events
+	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// effects and records are how many the run has in all.
 	effects, records int
 }
@@ -80,33 +78,9 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 		return nil, err
 	}
 	m.effects, m.records = sum.Effects, sum.Records
-	rows, err := m.conn.QueryContext(ctx, matchBounds, m.p.Size())
-	if err != nil {
-		return nil, err
-	}
-	var bounds []string
-	for rows.Next() {
-		var b string
-		if err := rows.Scan(&b); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		bounds = append(bounds, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	sum.Partitions = len(bounds) + 1
 	for i := range sum.Partitions {
 		part := &ledgerdb.Partition{Index: i, Count: sum.Partitions}
-		lo, hi := "", ""
-		if i > 0 {
-			lo = bounds[i-1]
-		}
-		if i < len(bounds) {
-			hi = bounds[i]
-		}
-		if err := m.read(ctx, part, lo, hi, i > 0, i < len(bounds)); err != nil {
+		if err := m.read(ctx, part); err != nil {
 			return nil, err
 		}
 		confs, err := match(part)
@@ -122,8 +96,9 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 	return sum, nil
 }
 
-// prepare links the run's evidence to the effects in scope and assigns
-// every record its partition key, in temporary tables.
+// prepare fetches the effects in scope and the records, routes them
+// into partitions (matcher.Router) and places every row in its partition,
+// in temporary tables.
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	kinds, err := json.Marshal(m.p.Kinds)
 	if err != nil {
@@ -149,9 +124,6 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(matchScope, sources, string(kinds)); err != nil {
 		return err
 	}
-	if err := exec(`CREATE INDEX temp.m_eff_key ON m_eff (key)`); err != nil {
-		return err
-	}
 	if err := exec(matchRecords, sources, linkKinds); err != nil {
 		return err
 	}
@@ -164,120 +136,105 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	// One pass over the records counts them and names their sources.
-	rows, err := m.conn.QueryContext(ctx, `SELECT r.source_id, s.uri, s.format, r.n, r.intent_only FROM (SELECT source_id, count(*) AS n,
-		count(*) FILTER (WHERE kind = ? AND tx_id = '' AND payment_intent <> '') AS intent_only FROM m_rec GROUP BY source_id) r
-		JOIN source s ON s.id = r.source_id`, string(reconcile.KindCharge))
+	rows, err := m.conn.QueryContext(ctx, `SELECT id, uri, format FROM source`)
 	if err != nil {
 		return err
 	}
-	intentOnly := 0
 	for rows.Next() {
-		var (
-			id          int64
-			uri, format string
-			n, ion      int
-		)
-		if err := rows.Scan(&id, &uri, &format, &n, &ion); err != nil {
+		var id int64
+		var uri, format string
+		if err := rows.Scan(&id, &uri, &format); err != nil {
 			rows.Close()
 			return err
 		}
-		m.uris[id] = uri
-		m.hook[id] = slices.Contains(m.p.WebhookFormats, format)
-		sum.Records += n
-		intentOnly += ion
+		m.uris[id], m.hook[id] = uri, slices.Contains(m.p.WebhookFormats, format)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if intentOnly > 0 {
-		if err := exec(matchChargeOfIntent, string(reconcile.KindCharge)); err != nil {
-			return err
-		}
-	}
-	if err := exec(matchTransactions); err != nil {
-		return err
-	}
-	if err := m.conflicts(ctx); err != nil {
-		return err
-	}
-	var unlinked, ambiguous, loose int // loose: refunds or disputes that link to no effect
-	if err := m.conn.QueryRowContext(ctx, `SELECT coalesce(sum(link IS NULL), 0), coalesce(sum(own = 0 AND (pi <> pi_hi OR parent <> parent_hi)), 0),
-		coalesce(sum(link IS NULL AND kind IN ('refund', 'dispute')), 0)
-		FROM m_tx WHERE link IS NULL OR kind = 'charge'`).Scan(&unlinked, &ambiguous, &loose); err != nil {
-		return err
-	}
-	if ambiguous > 0 {
-		if err := exec(matchFirstIDs); err != nil {
-			return err
-		}
-	}
-	if unlinked > 0 {
-		if err := exec(matchByID); err != nil {
-			return err
-		}
-	}
-	if loose > 0 {
-		if err := exec(matchRelated); err != nil {
-			return err
-		}
-	}
-	if earlier && unlinked > 0 {
-		if err := exec(matchSeen, sources); err != nil {
-			return err
-		}
-	}
-	if err := exec(matchPartKeys); err != nil {
-		return err
-	}
-	return m.conn.QueryRowContext(ctx, `SELECT count(*) FROM m_eff`).Scan(&sum.Effects)
-}
-
-// conflicts reads which effects in scope are named by a transaction whose
-// records name two of them: few, and none on most nights.
-func (m *matching) conflicts(ctx context.Context) error {
-	var found bool
-	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM m_tx WHERE link <> link_hi)`).Scan(&found); err != nil || !found {
-		return err
-	}
-	rows, err := m.conn.QueryContext(ctx, matchConflicts)
+	effects, records, err := m.route(ctx, sum)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var key, tid string
-		if err := rows.Scan(&key, &tid); err != nil {
-			return err
-		}
-		m.conflict[key] = append(m.conflict[key], tid)
+	if err := exec(matchRoutedEffects, effects); err != nil {
+		return err
 	}
-	return rows.Err()
+	if err := exec(matchRoutedRecords, records); err != nil {
+		return err
+	}
+	return exec(matchPlace)
 }
 
-// read fills part with the effects and records whose keys fall in
-// [lo, hi); a bound that is not set is open.
-func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi string, hasLo, hasHi bool) error {
-	var args []any
-	where := func(col string) string {
-		w := "1"
-		args = args[:0]
-		if hasLo {
-			args = append(args, lo)
-			w += ` AND ` + col + ` >= ?`
-		}
-		if hasHi {
-			args = append(args, hi)
-			w += ` AND ` + col + ` < ?`
-		}
-		return w
+// route reads what the Router needs of every effect in scope and every
+// record, and returns the partition of each row as JSON arrays of
+// [rowid, partition] pairs.
+func (m *matching) route(ctx context.Context, sum *ledgerdb.MatchSummary) (effects, records []byte, err error) {
+	router := matcher.NewRouter(0)
+	var ids []int64
+	rows, err := m.conn.QueryContext(ctx, matchRouteEffects)
+	if err != nil {
+		return nil, nil, err
 	}
+	for rows.Next() {
+		var id int64
+		var provider, key, external string
+		if err := rows.Scan(&id, &provider, &key, &external); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		router.Effect(provider, key, external)
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	sum.Effects = len(ids)
+	if rows, err = m.conn.QueryContext(ctx, matchRouteRecords); err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, source int64
+		var e reconcile.Evidence
+		if err := rows.Scan(&id, &source, &e.Line, &e.Provider, &e.TxID, &e.PaymentIntent, &e.ParentTxID, &e.EffectKey, &e.ParentEffectKey); err != nil {
+			return nil, nil, err
+		}
+		e.URI = m.uris[source]
+		router.Record(&e)
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	sum.Records = len(ids) - sum.Effects
+	part, count := router.Partitions(m.p.Size())
+	sum.Partitions = count
+	pairs := func(ids []int64, part []uint32) []byte {
+		b := append(make([]byte, 0, 16*len(ids)), '[')
+		for i := range ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, ids[i], 10)
+			b = append(b, ',')
+			b = strconv.AppendUint(b, uint64(part[i]), 10)
+			b = append(b, ']')
+		}
+		return append(b, ']')
+	}
+	n := sum.Effects
+	return pairs(ids[:n], part[:n]), pairs(ids[n:], part[n:]), nil
+}
+
+// read fills part with the effects and records of its partition.
+func (m *matching) read(ctx context.Context, part *ledgerdb.Partition) error {
 	// Partitions hold about Size effects and a third more records: sized
 	// once, the slices do not leave the garbage of their growth.
 	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
 	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
 	rows, err := m.conn.QueryContext(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), coalesce(since, ''), final FROM m_eff WHERE `+where("key"), args...)
+		coalesce(class, ''), coalesce(since, ''), final FROM m_epart WHERE part = ?`, part.Index)
 	if err != nil {
 		return err
 	}
@@ -305,14 +262,13 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition, lo, hi st
 			}
 		}
 		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
-		e.Conflicts = m.conflict[e.Key]
 		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	rows, err = m.conn.QueryContext(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
-		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part WHERE `+where("pkey"), args...)
+		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part WHERE part = ?`, part.Index)
 	if err != nil {
 		return err
 	}

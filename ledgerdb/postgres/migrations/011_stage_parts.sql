@@ -1,0 +1,11 @@
+-- The records and effects of a staged run are placed by the number of
+-- their partition, which the run computes itself (matcher.Router), no
+-- longer by key ranges the ledger computed. Staged rows live only while
+-- their run does: a distributed run in progress while this migrates fails.
+TRUNCATE stage_partition, stage_effect, stage_record, stage_result;
+ALTER TABLE stage_effect DROP COLUMN conflicts, ADD COLUMN part int NOT NULL;
+DROP INDEX stage_effect_key;
+CREATE INDEX stage_effect_part ON stage_effect (run_id, part);
+ALTER TABLE stage_record DROP COLUMN pkey, DROP COLUMN linked, ADD COLUMN part int NOT NULL;
+CREATE INDEX stage_record_part ON stage_record (run_id, part);
+ALTER TABLE stage_partition DROP COLUMN lo, DROP COLUMN hi;
