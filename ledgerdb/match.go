@@ -123,6 +123,9 @@ type MatchSummary struct {
 	Effects    int // effects in scope
 	Records    int // evidence records read: the run's own and earlier ones
 	Confirmed  int // attempted effects that are now confirmed
+	// Spilled is how many bytes the partitions took on disk (Spill), at
+	// most twice that while they were cut.
+	Spilled int64
 }
 
 // PlainRequest is the request a driver hands over in a ScopedEffect: an

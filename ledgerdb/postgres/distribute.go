@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -118,7 +117,8 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 		return nil, nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}, staged: p.RunID}
+	m := &matching{conn: conn, p: p, now: s.now(), strs: map[string]string{}, staged: p.RunID}
+	defer m.close()
 	defer func() {
 		if err := s.unstage(context.WithoutCancel(ctx), p.RunID); err != nil && d.Log != nil {
 			d.Log.Warn("staged partitions not removed", "err", err)
@@ -184,21 +184,34 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	return sum, results, rows.Err()
 }
 
-// stage copies the run's partitions from this connection's temporary
-// tables into the staged rows, for any process to read, and says how many
-// there are.
+// stage copies the run's partitions from the spill into the staged
+// rows, for any process to read, and says how many there are. An
+// effect's request is staged as the matcher reads it (ledgerdb.PlainRequest).
 func (m *matching) stage(ctx context.Context, tx pgx.Tx, count int) error {
 	run := m.p.RunID
-	if _, err := tx.Exec(ctx, `INSERT INTO stage_effect (run_id, part, key, provider, step, kind, status, external_id, created_at, amount,
-		currency, request, class, since, final)
-		SELECT $1, part, key, provider, step, kind, status, external_id, created_at, amount, currency, request, class, since, final FROM m_epart`, run); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO stage_record (run_id, part, mine, source_id, line, provider, kind, tx_id, amount_minor, currency,
-		occurred_at, pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id)
-		SELECT $1, part, mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed, effect_key,
-		  parent_effect_key, payment_intent, parent_tx_id FROM m_part`, run); err != nil {
-		return err
+	for i := range count {
+		part, err := m.spill.Partition(i)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_effect"}, []string{"run_id", "part", "key", "provider", "step", "kind", "status",
+			"external_id", "created_at", "request", "class", "since", "final"}, pgx.CopyFromSlice(len(part.Effects), func(j int) ([]any, error) {
+			e := &part.Effects[j]
+			return []any{run, i, e.Key, e.Provider, e.Step, "", string(e.Status), nullText(e.ExternalID), e.CreatedAt, string(e.Request),
+				nullText(string(e.State)), nullTime(e.Since), e.Final}, nil
+		})); err != nil {
+			return err
+		}
+		records := append(part.Evidence, part.Earlier...)
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_record"}, []string{"run_id", "part", "mine", "uri", "webhook", "line", "provider", "kind",
+			"tx_id", "amount_minor", "currency", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent",
+			"parent_tx_id"}, pgx.CopyFromSlice(len(records), func(j int) ([]any, error) {
+			e := &records[j]
+			return []any{run, i, j < len(part.Evidence), e.URI, e.Webhook, e.Line, e.Provider, string(e.Kind), e.TxID, e.Amount.Minor,
+				e.Amount.Currency, nullTime(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent, e.ParentTxID}, nil
+		})); err != nil {
+			return err
+		}
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO stage_partition (run_id, idx, count) SELECT $1, i, $2 FROM generate_series(0, $2 - 1) AS i`, run, count)
 	return err
@@ -315,7 +328,7 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[partitionArgs
 
 // stagedPartition reads partition idx of a staged run.
 func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *ledgerdb.Distribution) (*matching, *read, error) {
-	m := &matching{p: &ledgerdb.MatchParams{RunID: run}, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{},
+	m := &matching{p: &ledgerdb.MatchParams{RunID: run}, now: s.now(),
 		strs: map[string]string{}, staged: run, worker: d.Worker, started: time.Now()}
 	r := &read{part: &ledgerdb.Partition{Index: idx}, fresh: map[string]bool{}}
 	err := s.pool.QueryRow(ctx, `SELECT count FROM stage_partition WHERE run_id = $1 AND idx = $2`, run, idx).Scan(&r.part.Count)
@@ -323,9 +336,6 @@ func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *led
 		return nil, nil, fmt.Errorf("run %s partition %d: %w", run, idx, errNotStaged)
 	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := m.sources(ctx, s.pool, d.WebhookFormats); err != nil {
 		return nil, nil, err
 	}
 	if err := m.read(ctx, s.pool, r); err != nil {
@@ -364,22 +374,4 @@ func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs
 		return done(tx)
 	})
 	return recorded && err == nil, err
-}
-
-// sources reads the URI of every source, and which are webhook dumps.
-func (m *matching) sources(ctx context.Context, q querier, webhookFormats []string) error {
-	rows, err := q.Query(ctx, `SELECT id, uri, format FROM source`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var uri, format string
-		if err := rows.Scan(&id, &uri, &format); err != nil {
-			return err
-		}
-		m.uris[id], m.hook[id] = uri, slices.Contains(webhookFormats, format)
-	}
-	return rows.Err()
 }

@@ -12,7 +12,6 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/matcher"
 )
 
 // Coverage implements ledgerdb.Store.
@@ -47,8 +46,9 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}}
+	m := &matching{conn: conn, p: p, now: s.now(), strs: map[string]string{}}
 	sum, err := m.run(ctx, s, match)
+	m.close()
 	if err != nil {
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
@@ -60,13 +60,11 @@ type matching struct {
 	conn *pgx.Conn
 	p    *ledgerdb.MatchParams
 	now  time.Time
-	uris map[int64]string  // source id → URI, of every source a record comes from
-	hook map[int64]bool    // the sources whose records are webhook events
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
-	// effects and records are how many the run has in all.
-	effects, records int
+	// spill holds the run's partitions, as prepare cut them.
+	spill *ledgerdb.Spill
 	// staged is the run id when the partitions are read from the run's
-	// staged rows (distribute.go), not from this connection's tables.
+	// staged rows (distribute.go), not from the spill.
 	staged  string
 	worker  string    // the process that matches a staged partition
 	started time.Time // when it began to read it
@@ -149,9 +147,9 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	return sum, nil
 }
 
-// prepare fetches the effects in scope and the records, routes them
-// into partitions (matcher.Router) and places every row in its partition,
-// in temporary tables.
+// prepare fetches the effects in scope and the earlier records, in
+// temporary tables, and cuts them and the run's records into partitions
+// (cut).
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	if err := analyzeStale(ctx, m.conn, m.p.Sources); err != nil {
 		return err
@@ -197,153 +195,160 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	if err := m.sources(ctx, m.conn, m.p.WebhookFormats); err != nil {
-		return err
-	}
-	effects, records, part, err := m.route(ctx, sum, sources, linkKinds)
-	if err != nil {
-		return err
-	}
-	if _, err := m.conn.CopyFrom(ctx, pgx.Identifier{"m_reff"}, []string{"n", "part"}, pgx.CopyFromSlice(len(effects), func(i int) ([]any, error) {
-		return []any{effects[i], part[i]}, nil
-	})); err != nil {
-		return err
-	}
-	part = part[len(effects):]
-	if _, err := m.conn.CopyFrom(ctx, pgx.Identifier{"m_rrec"}, []string{"id", "part"}, pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
-		return []any{records[i], part[i]}, nil
-	})); err != nil {
-		return err
-	}
-	if err := exec(matchEffectParts); err != nil {
-		return err
-	}
-	if err := exec(matchRecordParts, sources, linkKinds); err != nil {
-		return err
-	}
-	m.effects, m.records = sum.Effects, sum.Records
-	return exec(matchPartIndexes)
+	return m.cut(ctx, sum, sources, linkKinds)
 }
 
-// route reads what the Router needs of every effect in scope and every
-// record, and returns the effects' row numbers, the records' ids and the
-// partition of each, effects first.
-func (m *matching) route(ctx context.Context, sum *ledgerdb.MatchSummary, sources []int64, linkKinds []string) (effects []int32, records []int64, part []uint32, err error) {
-	router := matcher.NewRouter(0)
-	rows, err := m.conn.Query(ctx, matchRouteEffects)
+// cut reads every effect in scope and every record into a Spill, which
+// cuts them into partitions.
+func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, sources []int64, linkKinds []string) error {
+	spill, err := ledgerdb.NewSpill()
 	if err != nil {
-		return nil, nil, nil, err
+		return err
+	}
+	m.spill = spill
+	rows, err := m.conn.Query(ctx, `SELECT `+matchEffectCols+` FROM m_eff`)
+	if err != nil {
+		return err
 	}
 	for rows.Next() {
-		var n int32
-		var provider, key, external string
-		if err := rows.Scan(&n, &provider, &key, &external); err != nil {
-			rows.Close()
-			return nil, nil, nil, err
+		e, err := m.scanEffect(rows)
+		if err == nil {
+			err = spill.Effect(e)
 		}
-		router.Effect(provider, key, external)
-		effects = append(effects, n)
+		if err != nil {
+			rows.Close()
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	rows, err = m.conn.Query(ctx, matchRouteRecords, sources, linkKinds)
+	rows, err = m.conn.Query(ctx, matchPartRecords, sources, linkKinds, nonNil(m.p.WebhookFormats))
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, source int64
-		var e reconcile.Evidence
-		if err := rows.Scan(&id, &source, &e.Line, &e.Provider, &e.TxID, &e.PaymentIntent, &e.ParentTxID, &e.EffectKey, &e.ParentEffectKey); err != nil {
-			return nil, nil, nil, err
+		e, mine, err := m.scanRecord(rows)
+		if err == nil {
+			err = spill.Record(e, mine)
 		}
-		e.URI = m.uris[source]
-		router.Record(&e)
-		records = append(records, id)
+		if err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	part, sum.Partitions = router.Partitions(m.p.Size())
-	sum.Effects, sum.Records = len(effects), len(records)
-	return effects, records, part, nil
+	sum.Effects, sum.Records = spill.Effects, spill.Records
+	sum.Partitions, err = spill.Cut(m.p.Size())
+	sum.Spilled = spill.Bytes()
+	return err
 }
 
-// read fills part with the effects and records of its partition, from
-// the temporary tables of this connection's matching or, when m.staged
-// is set, from the run's staged rows.
+// close lets the spill go.
+func (m *matching) close() {
+	if m.spill != nil {
+		m.spill.Close()
+		m.spill = nil
+	}
+}
+
+// read fills r with its partition, from the spill or, when m.staged is
+// set, from the run's staged rows.
 func (m *matching) read(ctx context.Context, q querier, r *read) error {
-	part := r.part
-	effects, records, where, args := "m_epart", "m_part", "part = $1", []any{part.Index}
-	if m.staged != "" {
-		effects, records, where, args = "stage_effect", "stage_record", "run_id = $1 AND part = $2", []any{m.staged, part.Index}
+	if m.staged == "" {
+		part, err := m.spill.Partition(r.part.Index)
+		if err != nil {
+			return err
+		}
+		r.part = part
+	} else if err := m.readStaged(ctx, q, r.part); err != nil {
+		return err
 	}
-	// Partitions hold about Size effects and a third more records: sized
-	// once, the slices do not leave the garbage of their growth.
-	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
-	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
-	rows, err := q.Query(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), since, final FROM `+effects+` WHERE `+where, args...)
+	for i := range r.part.Effects {
+		if r.part.Effects[i].State == "" {
+			r.fresh[r.part.Effects[i].Key] = true
+		}
+	}
+	return nil
+}
+
+// readStaged reads a staged partition.
+func (m *matching) readStaged(ctx context.Context, q querier, part *ledgerdb.Partition) error {
+	rows, err := q.Query(ctx, `SELECT `+matchEffectCols+` FROM stage_effect WHERE run_id = $1 AND part = $2`, m.staged, part.Index)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
-		var (
-			e                       ledgerdb.ScopedEffect
-			status, class           string
-			amount, currency, whole *string
-			since                   *time.Time
-		)
-		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since,
-			&e.Final); err != nil {
+		e, err := m.scanEffect(rows)
+		if err != nil {
 			rows.Close()
 			return err
 		}
-		e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
-		e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
-		e.Request = ledgerdb.PlainRequest(amount, currency, whole)
-		if since != nil {
-			e.Since = since.UTC()
-		}
-		if e.State == "" {
-			r.fresh[e.Key] = true
-		}
-		part.Effects = append(part.Effects, e)
+		part.Effects = append(part.Effects, *e)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = q.Query(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
-		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM `+records+` WHERE `+where, args...)
+	rows, err = q.Query(ctx, `SELECT `+matchPartCols+` FROM stage_record WHERE run_id = $1 AND part = $2`, m.staged, part.Index)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			e        reconcile.Evidence
-			mine     bool
-			source   int64
-			kind     string
-			occurred *time.Time
-		)
-		if err := rows.Scan(&mine, &source, &e.Line, &e.Provider, &kind, &e.TxID, &e.Amount.Minor, &e.Amount.Currency, &occurred,
-			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID); err != nil {
+		e, mine, err := m.scanRecord(rows)
+		if err != nil {
 			return err
 		}
-		e.Provider, e.Kind, e.Amount.Currency = m.intern(e.Provider), reconcile.Kind(m.intern(kind)), m.intern(e.Amount.Currency)
-		if occurred != nil {
-			e.Time = occurred.UTC()
-		}
-		e.URI, e.Webhook = m.uris[source], m.hook[source]
 		if mine {
-			part.Evidence = append(part.Evidence, e)
+			part.Evidence = append(part.Evidence, *e)
 		} else {
-			part.Earlier = append(part.Earlier, e)
+			part.Earlier = append(part.Earlier, *e)
 		}
 	}
 	return rows.Err()
+}
+
+// scanEffect reads an effect of matchEffectCols.
+func (m *matching) scanEffect(rows pgx.Rows) (*ledgerdb.ScopedEffect, error) {
+	var (
+		e                       ledgerdb.ScopedEffect
+		status, class           string
+		amount, currency, whole *string
+		since                   *time.Time
+	)
+	if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since,
+		&e.Final); err != nil {
+		return nil, err
+	}
+	e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
+	e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
+	e.Request = ledgerdb.PlainRequest(amount, currency, whole)
+	if since != nil {
+		e.Since = since.UTC()
+	}
+	return &e, nil
+}
+
+// scanRecord reads a record of matchPartCols, and whether it is the run's.
+func (m *matching) scanRecord(rows pgx.Rows) (*reconcile.Evidence, bool, error) {
+	var (
+		e        reconcile.Evidence
+		mine     bool
+		kind     string
+		occurred *time.Time
+	)
+	if err := rows.Scan(&mine, &e.URI, &e.Webhook, &e.Line, &e.Provider, &kind, &e.TxID, &e.Amount.Minor, &e.Amount.Currency, &occurred,
+		&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID); err != nil {
+		return nil, false, err
+	}
+	e.Provider, e.Kind, e.Amount.Currency = m.intern(e.Provider), reconcile.Kind(m.intern(kind)), m.intern(e.Amount.Currency)
+	e.URI = m.intern(e.URI)
+	if occurred != nil {
+		e.Time = occurred.UTC()
+	}
+	return &e, mine, nil
 }
 
 // intern returns the one copy of a string that repeats across rows.

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/matcher"
 )
 
 // Coverage implements ledgerdb.Store.
@@ -53,6 +51,9 @@ func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, ma
 	m := &matching{s: s, conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}}
 	defer conn.ExecContext(context.WithoutCancel(ctx), matchTeardown)
 	sum, err := m.run(ctx, match)
+	if m.spill != nil {
+		m.spill.Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
@@ -68,8 +69,8 @@ type matching struct {
 	uris map[int64]string  // source id → URI, of every source a record comes from
 	hook map[int64]bool    // the sources whose records are webhook events
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
-	// effects and records are how many the run has in all.
-	effects, records int
+	// spill holds the run's partitions, as prepare cut them.
+	spill *ledgerdb.Spill
 }
 
 func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
@@ -77,10 +78,9 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
 	}
-	m.effects, m.records = sum.Effects, sum.Records
 	for i := range sum.Partitions {
-		part := &ledgerdb.Partition{Index: i, Count: sum.Partitions}
-		if err := m.read(ctx, part); err != nil {
+		part, err := m.spill.Partition(i)
+		if err != nil {
 			return nil, err
 		}
 		confs, err := match(part)
@@ -96,9 +96,8 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 	return sum, nil
 }
 
-// prepare fetches the effects in scope and the records, routes them
-// into partitions (matcher.Router) and places every row in its partition,
-// in temporary tables.
+// prepare fetches the effects in scope and the records, in temporary
+// tables, and cuts them into partitions (cut).
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	kinds, err := json.Marshal(m.p.Kinds)
 	if err != nil {
@@ -152,89 +151,19 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	effects, records, err := m.route(ctx, sum)
+	return m.cut(ctx, sum)
+}
+
+// cut reads every effect in scope and every record into a Spill, which
+// cuts them into partitions.
+func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+	spill, err := ledgerdb.NewSpill()
 	if err != nil {
 		return err
 	}
-	if err := exec(matchRoutedEffects, effects); err != nil {
-		return err
-	}
-	if err := exec(matchRoutedRecords, records); err != nil {
-		return err
-	}
-	return exec(matchPlace)
-}
-
-// route reads what the Router needs of every effect in scope and every
-// record, and returns the partition of each row as JSON arrays of
-// [rowid, partition] pairs.
-func (m *matching) route(ctx context.Context, sum *ledgerdb.MatchSummary) (effects, records []byte, err error) {
-	router := matcher.NewRouter(0)
-	var ids []int64
-	rows, err := m.conn.QueryContext(ctx, matchRouteEffects)
-	if err != nil {
-		return nil, nil, err
-	}
-	for rows.Next() {
-		var id int64
-		var provider, key, external string
-		if err := rows.Scan(&id, &provider, &key, &external); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		router.Effect(provider, key, external)
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	sum.Effects = len(ids)
-	if rows, err = m.conn.QueryContext(ctx, matchRouteRecords); err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, source int64
-		var e reconcile.Evidence
-		if err := rows.Scan(&id, &source, &e.Line, &e.Provider, &e.TxID, &e.PaymentIntent, &e.ParentTxID, &e.EffectKey, &e.ParentEffectKey); err != nil {
-			return nil, nil, err
-		}
-		e.URI = m.uris[source]
-		router.Record(&e)
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	sum.Records = len(ids) - sum.Effects
-	part, count := router.Partitions(m.p.Size())
-	sum.Partitions = count
-	pairs := func(ids []int64, part []uint32) []byte {
-		b := append(make([]byte, 0, 16*len(ids)), '[')
-		for i := range ids {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, ids[i], 10)
-			b = append(b, ',')
-			b = strconv.AppendUint(b, uint64(part[i]), 10)
-			b = append(b, ']')
-		}
-		return append(b, ']')
-	}
-	n := sum.Effects
-	return pairs(ids[:n], part[:n]), pairs(ids[n:], part[n:]), nil
-}
-
-// read fills part with the effects and records of its partition.
-func (m *matching) read(ctx context.Context, part *ledgerdb.Partition) error {
-	// Partitions hold about Size effects and a third more records: sized
-	// once, the slices do not leave the garbage of their growth.
-	part.Effects = make([]ledgerdb.ScopedEffect, 0, min(m.p.Size(), m.effects))
-	part.Evidence = make([]reconcile.Evidence, 0, min(m.p.Size()*3/2, m.records))
+	m.spill = spill
 	rows, err := m.conn.QueryContext(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), coalesce(since, ''), final FROM m_epart WHERE part = ?`, part.Index)
+		coalesce(class, ''), coalesce(since, ''), final FROM m_eff`)
 	if err != nil {
 		return err
 	}
@@ -251,24 +180,23 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition) error {
 		}
 		e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
 		e.Status, e.State = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class))
-		if e.CreatedAt, err = parseTime(created); err != nil {
+		if e.CreatedAt, err = parseTime(created); err == nil && since != "" {
+			e.Since, err = parseTime(since)
+		}
+		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
+		if err == nil {
+			err = spill.Effect(&e)
+		}
+		if err != nil {
 			rows.Close()
 			return err
 		}
-		if since != "" {
-			if e.Since, err = parseTime(since); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
-		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 	rows, err = m.conn.QueryContext(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
-		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_part WHERE part = ?`, part.Index)
+		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_rec`)
 	if err != nil {
 		return err
 	}
@@ -286,17 +214,21 @@ func (m *matching) read(ctx context.Context, part *ledgerdb.Partition) error {
 			return err
 		}
 		e.Provider, e.Kind, e.Amount.Currency = m.intern(e.Provider), reconcile.Kind(m.intern(kind)), m.intern(e.Amount.Currency)
-		if e.Time, err = parseTS(occurred); err != nil {
+		e.URI, e.Webhook = m.uris[source], m.hook[source]
+		if e.Time, err = parseTS(occurred); err == nil {
+			err = spill.Record(&e, mine)
+		}
+		if err != nil {
 			return err
 		}
-		e.URI, e.Webhook = m.uris[source], m.hook[source]
-		if mine {
-			part.Evidence = append(part.Evidence, e)
-		} else {
-			part.Earlier = append(part.Earlier, e)
-		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	sum.Effects, sum.Records = spill.Effects, spill.Records
+	sum.Partitions, err = spill.Cut(m.p.Size())
+	sum.Spilled = spill.Bytes()
+	return err
 }
 
 // intern returns the one copy of a string that repeats across rows.

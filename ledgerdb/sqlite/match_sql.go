@@ -3,31 +3,22 @@ package sqlite
 // The statements of MatchPartitions, in the order they run: the same steps
 // as the PostgreSQL driver's (see its match_sql.go), over temporary tables
 // on the store's one connection: the ledger fetches, by keys, the effects
-// in scope (m_eff) and the records (m_rec); the run routes them
-// (matcher.Router) and hands each row's partition back (m_reff, m_rrec). SQLite compares text byte by byte, as Go
-// does. ?1 and ?2 are JSON documents read with json_each: the run's source
+// in scope (m_eff) and the records (m_rec), and the run reads them once
+// into a ledgerdb.Spill, which cuts them into partitions. ?1 and ?2 are
+// JSON documents read with json_each: the run's source
 // ids, and the kind each step makes ({"charge": "charge", ...}) or the
 // kinds that link (["charge", "payout", "refund"]).
 const (
 	matchSetup = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_rec;
-DROP TABLE IF EXISTS temp.m_reff;
-DROP TABLE IF EXISTS temp.m_rrec;
-DROP TABLE IF EXISTS temp.m_epart;
-DROP TABLE IF EXISTS temp.m_part;
 DROP TABLE IF EXISTS temp.m_new;
 CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
   external_id TEXT, created_at TEXT NOT NULL, amount TEXT, currency TEXT, request TEXT, class TEXT, since TEXT, final INTEGER NOT NULL);
-CREATE TEMP TABLE m_new (effect_key TEXT, parent_effect_key TEXT, tx_id TEXT, payment_intent TEXT, parent_tx_id TEXT);
-CREATE TEMP TABLE m_reff (rid INTEGER PRIMARY KEY, part INTEGER NOT NULL);
-CREATE TEMP TABLE m_rrec (rid INTEGER PRIMARY KEY, part INTEGER NOT NULL)`
+CREATE TEMP TABLE m_new (effect_key TEXT, parent_effect_key TEXT, tx_id TEXT, payment_intent TEXT, parent_tx_id TEXT)`
 
 	matchTeardown = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_rec;
-DROP TABLE IF EXISTS temp.m_reff;
-DROP TABLE IF EXISTS temp.m_rrec;
-DROP TABLE IF EXISTS temp.m_epart;
-DROP TABLE IF EXISTS temp.m_part`
+DROP TABLE IF EXISTS temp.m_new`
 
 	// matchNew keeps the run's records of transactions that no earlier
 	// record holds: only those can name a closed effect back into scope.
@@ -67,24 +58,6 @@ FROM evidence ev WHERE ev.rowid IN (
   UNION SELECT rowid FROM evidence WHERE payment_intent <> '' AND payment_intent IN (SELECT external_id FROM m_eff WHERE external_id <> '')
   UNION SELECT rowid FROM evidence WHERE parent_tx_id <> '' AND parent_tx_id IN (SELECT external_id FROM m_eff WHERE external_id <> ''))
 AND ev.source_id NOT IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT value FROM json_each(?2))`
-
-	// matchRouteEffects and matchRouteRecords read what the run routes by.
-	matchRouteEffects = `SELECT rowid, provider, key, coalesce(external_id, '') FROM m_eff`
-	matchRouteRecords = `SELECT rowid, source_id, line, provider, tx_id, payment_intent, parent_tx_id, effect_key, parent_effect_key FROM m_rec`
-
-	// matchRoutedEffects and matchRoutedRecords take the rows' partitions,
-	// a JSON array of [rowid, partition] pairs; matchPlace places the rows
-	// in them.
-	matchRoutedEffects = `INSERT INTO m_reff SELECT value ->> 0, value ->> 1 FROM json_each(?1)`
-	matchRoutedRecords = `INSERT INTO m_rrec SELECT value ->> 0, value ->> 1 FROM json_each(?1)`
-	matchPlace         = `CREATE TEMP TABLE m_epart AS SELECT r.part, e.* FROM m_eff e JOIN m_reff r ON r.rid = e.rowid;
-CREATE TEMP TABLE m_part AS SELECT p.part, r.* FROM m_rec r JOIN m_rrec p ON p.rid = r.rowid;
-DROP TABLE temp.m_eff;
-DROP TABLE temp.m_rec;
-DROP TABLE temp.m_reff;
-DROP TABLE temp.m_rrec;
-CREATE INDEX temp.m_epart_part ON m_epart (part);
-CREATE INDEX temp.m_part_part ON m_part (part)`
 
 	// matchRecordStates and matchRecordConfirmed record a partition's
 	// confirmations, given as one JSON array of [key, external id], in two

@@ -1,0 +1,88 @@
+package ledgerdb
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+	"reconcile/matcher"
+)
+
+// Every row added to a Spill comes back once, whole, in the partition the
+// Router gives it, however many rows share a partition.
+func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	at := time.Date(2026, 11, 30, 23, 59, 59, 123456789, time.UTC)
+	for _, n := range []int{0, 1, 7, 3000} {
+		var effects []ScopedEffect
+		var records []reconcile.Evidence
+		var mine []bool
+		for i := range n {
+			e := ScopedEffect{Effect: reconcile.Effect{Key: fmt.Sprintf("r:charge:%d", i), Provider: "stripe", Step: "charge",
+				Status: reconcile.StatusAttempted, CreatedAt: at, Request: []byte(`{"amount":100,"currency":"eur"}`)}}
+			if i%3 == 0 {
+				e.ExternalID, e.State, e.Since, e.Final = fmt.Sprintf("pi_%d", i/2), reconcile.Missing, at.Add(-time.Hour), true
+			}
+			effects = append(effects, e)
+			for range r.IntN(3) {
+				records = append(records, reconcile.Evidence{Provider: "stripe", Kind: reconcile.KindCharge, TxID: fmt.Sprintf("ch_%d", r.IntN(n)),
+					PaymentIntent: fmt.Sprintf("pi_%d", r.IntN(n)), EffectKey: e.Key, Amount: reconcile.Money{Minor: -int64(r.IntN(1e9)), Currency: "EUR"},
+					Time: at.Add(time.Duration(r.IntN(1e6)) * time.Millisecond), URI: "s3://b/k.csv", Line: 1 + r.IntN(1e6),
+					Pending: r.IntN(2) == 0, Failed: r.IntN(3) == 0, Webhook: r.IntN(2) == 0})
+				mine = append(mine, r.IntN(4) > 0)
+			}
+		}
+		s, err := NewSpill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		router := matcher.NewRouter(0)
+		for i := range effects {
+			if err := s.Effect(&effects[i]); err != nil {
+				t.Fatal(err)
+			}
+			router.Effect(effects[i].Provider, effects[i].Key, effects[i].ExternalID)
+		}
+		for i := range records {
+			if err := s.Record(&records[i], mine[i]); err != nil {
+				t.Fatal(err)
+			}
+			router.Record(&records[i])
+		}
+		part, count := router.Partitions(40)
+		got, err := s.Cut(40)
+		if err != nil || got != count {
+			t.Fatalf("%d rows: Cut = %d, %v; the Router makes %d partitions", n, got, err, count)
+		}
+		want := make([]Partition, count)
+		for i := range want {
+			want[i].Index, want[i].Count = i, count
+		}
+		for i := range effects {
+			p := &want[part[i]]
+			p.Effects = append(p.Effects, effects[i])
+		}
+		for i := range records {
+			p := &want[part[len(effects)+i]]
+			if mine[i] {
+				p.Evidence = append(p.Evidence, records[i])
+			} else {
+				p.Earlier = append(p.Earlier, records[i])
+			}
+		}
+		for i := range count {
+			p, err := s.Partition(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&want[i], p); diff != "" {
+				t.Fatalf("%d rows: partition %d (-added +read):\n%s", n, i, diff)
+			}
+		}
+		s.Close()
+	}
+}
