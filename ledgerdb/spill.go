@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"reconcile"
@@ -15,18 +16,27 @@ import (
 
 // Spill cuts a run into partitions in the run's process: a driver hands
 // it every effect in scope and every record as it fetches them, the Spill
-// routes them (matcher.Router) and keeps them in a temporary file, and
-// Cut lays that file out partition by partition, so that each is read
-// back in one piece. Memory holds the Router's few bytes per row, never
-// the rows.
+// keeps them, and the values they are named by, in temporary files; Cut
+// routes them (matcher.Router) and lays the rows out partition by
+// partition, so that each is read back in one piece. Memory holds eight
+// bytes per row and the values of one share (joinShare) at a time,
+// never the rows.
 type Spill struct {
 	f      *os.File
 	w      *bufio.Writer
 	router *matcher.Router
-	size   []uint32 // the encoded length of each row, in the order added
-	buf    []byte
-	off    []int64 // after Cut: where each partition starts, and the end
-	count  int
+	// The length of each row and the values it is named by
+	// (matcher.RecordValues) wait in a file of their own, in the order
+	// added, until Cut joins them, a share at a time.
+	vf      *os.File
+	vw      *bufio.Writer
+	nvalues int
+	values  []uint64
+	share   int // how many values to join at a time: joinShare
+	buf     []byte
+	vbuf    []byte
+	off     []int64 // after Cut: where each partition starts, and the end
+	count   int
 	// Strings that repeat across rows (a provider, a kind, a status, a
 	// URI) are written as their number in shared.
 	shared []string
@@ -45,20 +55,90 @@ const (
 // NewSpill returns an empty Spill, its file in the system's temporary
 // folder.
 func NewSpill() (*Spill, error) {
+	f, err := tempFile()
+	if err != nil {
+		return nil, err
+	}
+	vf, err := tempFile()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), vf: vf, vw: bufio.NewWriterSize(vf, 1<<20), router: matcher.NewRouter(0),
+		number: map[string]uint64{}, share: joinShare}, nil
+}
+
+func tempFile() (*os.File, error) {
 	f, err := os.CreateTemp("", "reconcile-partitions-*")
 	if err != nil {
 		return nil, fmt.Errorf("partitions: %w", err)
 	}
 	os.Remove(f.Name()) // the open file lives on, and goes with the process however it ends
-	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), router: matcher.NewRouter(0), number: map[string]uint64{}}, nil
+	return f, nil
 }
 
 // Close removes what the Spill holds.
-func (s *Spill) Close() error { return s.f.Close() }
+func (s *Spill) Close() error {
+	s.vf.Close()
+	return s.f.Close()
+}
+
+// joinShare is about how many values Cut joins at a time: the Router's
+// map of them takes some 25 bytes each.
+const joinShare = 8 << 20
+
+// add writes a row, and its length and values for Cut: the length, the
+// values' count, then each.
+func (s *Spill) add(row []byte) error {
+	s.buf = row
+	if _, err := s.w.Write(row); err != nil {
+		return err
+	}
+	b := binary.AppendUvarint(s.vbuf[:0], uint64(len(row)))
+	b = binary.AppendUvarint(b, uint64(len(s.values)))
+	for _, v := range s.values {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	s.nvalues += len(s.values)
+	s.vbuf = b
+	_, err := s.vw.Write(b)
+	return err
+}
+
+// eachRow calls f with each row's number, length and values, in the
+// order added.
+func (s *Spill) eachRow(f func(n uint32, length int, values []uint64)) error {
+	end, err := s.vf.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(s.vf, 0, end), 1<<20)
+	var word [8]byte
+	for n := range uint32(s.Effects + s.Records) {
+		length, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		k, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		s.values = s.values[:0]
+		for range k {
+			if _, err := io.ReadFull(r, word[:]); err != nil {
+				return err
+			}
+			s.values = append(s.values, binary.LittleEndian.Uint64(word[:]))
+		}
+		f(n, int(length), s.values)
+	}
+	return nil
+}
 
 // Effect adds an effect in scope.
 func (s *Spill) Effect(e *ScopedEffect) error {
-	s.router.Effect(e.Provider, e.Key, e.ExternalID)
+	s.router.AddEffect()
+	s.values = matcher.EffectValues(s.values[:0], e.Provider, e.Key, e.ExternalID)
 	s.Effects++
 	b := append(s.buf[:0], spillEffect)
 	for _, v := range [...]string{e.Provider, e.Step, string(e.Status), string(e.State)} {
@@ -75,7 +155,8 @@ func (s *Spill) Effect(e *ScopedEffect) error {
 // Record adds a record: of the run's own evidence when mine, else earlier
 // evidence. Only what a partition holds of it is kept (Partition).
 func (s *Spill) Record(e *reconcile.Evidence, mine bool) error {
-	s.router.Record(e)
+	s.router.AddRecord()
+	s.values = matcher.RecordValues(s.values[:0], e)
 	s.Records++
 	b := append(s.buf[:0], spillEarlier)
 	if mine {
@@ -104,25 +185,31 @@ func (s *Spill) appendShared(b []byte, v string) []byte {
 	return binary.AppendUvarint(b, n)
 }
 
-func (s *Spill) add(b []byte) error {
-	s.buf = b
-	s.size = append(s.size, uint32(len(b)))
-	_, err := s.w.Write(b)
+// Cut routes what was added into partitions of about size effects
+// (matcher.Router.Partitions), lays the file out by partition, and says
+// in sum how many effects, records and partitions there are, and the
+// bytes they take.
+func (s *Spill) Cut(size int, sum *MatchSummary) error {
+	count, err := s.cut(size)
+	sum.Effects, sum.Records, sum.Partitions = s.Effects, s.Records, count
+	if len(s.off) > 0 {
+		sum.Spilled = s.off[count] - s.off[0]
+	}
 	return err
 }
 
-// Cut routes what was added into partitions of about size effects
-// (matcher.Router.Partitions) and lays the file out by partition. It
-// returns how many partitions there are.
-func (s *Spill) Cut(size int) (int, error) {
+func (s *Spill) cut(size int) (int, error) {
 	if err := s.w.Flush(); err != nil {
+		return 0, err
+	}
+	if err := s.join(); err != nil {
 		return 0, err
 	}
 	part, count := s.router.Partitions(size)
 	s.router = nil
 	s.off = make([]int64, count+1)
-	for i, n := range s.size {
-		s.off[part[i]+1] += int64(n)
+	if err := s.eachRow(func(n uint32, length int, _ []uint64) { s.off[part[n]+1] += int64(length) }); err != nil {
+		return 0, err
 	}
 	for i := range count {
 		s.off[i+1] += s.off[i]
@@ -148,19 +235,22 @@ func (s *Spill) Cut(size int) (int, error) {
 		return nil
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, base), 1<<20)
-	row := make([]byte, 0, 256)
-	for i, n := range s.size {
-		row = row[:n]
-		if _, err := io.ReadFull(r, row); err != nil {
-			return 0, err
+	var failed error
+	if err := s.eachRow(func(n uint32, length int, _ []uint64) {
+		p := part[n]
+		b := slices.Grow(pending[p], length)[:len(pending[p])+length]
+		if _, err := io.ReadFull(r, b[len(pending[p]):]); err != nil && failed == nil {
+			failed = err
 		}
-		p := part[i]
-		pending[p] = append(pending[p], row...)
-		if held += int(n); held > 8<<20 {
-			if err := flush(); err != nil {
-				return 0, err
-			}
+		pending[p] = b
+		if held += length; held > 8<<20 && failed == nil {
+			failed = flush()
 		}
+	}); err != nil {
+		return 0, err
+	}
+	if failed != nil {
+		return 0, failed
 	}
 	if err := flush(); err != nil {
 		return 0, err
@@ -168,16 +258,31 @@ func (s *Spill) Cut(size int) (int, error) {
 	for i := range s.off {
 		s.off[i] += base
 	}
-	s.size, s.count = nil, count
+	s.count = count
 	return count, nil
 }
 
-// Bytes is how much the partitions take on disk, once cut.
-func (s *Spill) Bytes() int64 {
-	if len(s.off) == 0 {
-		return 0
+// join joins every row by its values, a share of the values (by their
+// hash) at a time: each value falls in one share, so the groups come out
+// as one pass over all of them would make them.
+func (s *Spill) join() error {
+	if err := s.vw.Flush(); err != nil {
+		return err
 	}
-	return s.off[len(s.off)-1] - s.off[0]
+	shares := uint64(max(1, (s.nvalues+s.share-1)/s.share))
+	for share := range shares {
+		if err := s.eachRow(func(n uint32, _ int, values []uint64) {
+			for _, v := range values {
+				if v%shares == share {
+					s.router.Join(n, v)
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		s.router.Forget()
+	}
+	return nil
 }
 
 // Partition reads partition i back, with Index and Count set.

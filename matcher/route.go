@@ -23,75 +23,125 @@ import (
 // the values themselves. A Router holds a few dozen bytes per node and
 // per distinct value, not the rows.
 type Router struct {
-	h      maphash.Hash
-	first  map[uint64]uint32 // a value's hash → the first node that named it
-	parent []uint32          // union-find forest over the nodes
-	effect []bool            // which nodes are effects
+	first   map[uint64]uint32 // a value's hash → the first node that named it
+	parent  []uint32          // union-find forest over the nodes
+	effects int               // the first nodes are effects
+	values  []uint64
 }
+
+// seed is the values' hash seed, the same for every Router of a process.
+var seed = maphash.MakeSeed()
 
 // NewRouter returns an empty Router; n is about how many nodes it will get.
 func NewRouter(n int) *Router {
-	return &Router{first: make(map[uint64]uint32, 2*n), parent: make([]uint32, 0, n), effect: make([]bool, 0, n)}
+	return &Router{first: make(map[uint64]uint32, 2*n), parent: make([]uint32, 0, n)}
 }
 
-// Effect adds an effect in scope as the next node.
+// Effect adds an effect in scope as the next node, and joins it by its
+// values. Effects come before records.
 func (r *Router) Effect(provider, key, externalID string) {
-	n := r.node()
-	r.effect[n] = true
-	r.join(n, 'k', provider, key)
-	r.join(n, 'x', provider, externalID)
+	r.values = EffectValues(r.values[:0], provider, key, externalID)
+	r.joinAll(r.AddEffect(), r.values)
 }
 
-// Record adds a record as the next node. Only the fields Match links by
-// are read: provider, ids, effect keys, and URI and line for a record
-// with neither id nor payment intent.
+// Record adds a record as the next node, and joins it by its values.
 func (r *Router) Record(e *reconcile.Evidence) {
-	n := r.node()
-	r.join(n, 'k', e.Provider, e.EffectKey)
-	r.join(n, 'k', e.Provider, e.ParentEffectKey)
-	r.join(n, 'x', e.Provider, e.TxID)
-	r.join(n, 'x', e.Provider, e.PaymentIntent)
-	r.join(n, 'x', e.Provider, e.ParentTxID)
+	r.values = RecordValues(r.values[:0], e)
+	r.joinAll(r.AddRecord(), r.values)
+}
+
+func (r *Router) joinAll(n uint32, values []uint64) {
+	for _, v := range values {
+		r.Join(n, v)
+	}
+}
+
+// AddEffect and AddRecord add a node without joining it: a caller that
+// keeps the nodes' values elsewhere joins them later (Join), a share of
+// the values at a time, so that the Router never holds them all (Forget).
+func (r *Router) AddEffect() uint32 {
+	if r.effects != len(r.parent) {
+		panic("matcher: an effect added after a record")
+	}
+	r.effects++
+	return r.node()
+}
+
+// AddRecord adds a record's node (AddEffect).
+func (r *Router) AddRecord() uint32 { return r.node() }
+
+// EffectValues appends the hashes of the values an effect is named by.
+func EffectValues(dst []uint64, provider, key, externalID string) []uint64 {
+	dst = appendValue(dst, 'k', provider, key)
+	return appendValue(dst, 'x', provider, externalID)
+}
+
+// RecordValues appends the hashes of the values a record names: only the
+// fields Match links by are read (provider, ids, effect keys, and URI and
+// line for a record with neither id nor payment intent).
+func RecordValues(dst []uint64, e *reconcile.Evidence) []uint64 {
+	dst = appendValue(dst, 'k', e.Provider, e.EffectKey)
+	dst = appendValue(dst, 'k', e.Provider, e.ParentEffectKey)
+	dst = appendValue(dst, 'x', e.Provider, e.TxID)
+	dst = appendValue(dst, 'x', e.Provider, e.PaymentIntent)
+	dst = appendValue(dst, 'x', e.Provider, e.ParentTxID)
 	if _, mod, ok := strings.Cut(e.TxID, "/"); ok {
-		r.join(n, 'x', e.Provider, mod)
+		dst = appendValue(dst, 'x', e.Provider, mod)
 	}
 	if e.TxID == "" && e.PaymentIntent == "" {
-		r.join(n, 'l', e.Provider, e.URI+":"+strconv.Itoa(e.Line))
+		dst = appendValue(dst, 'l', e.Provider, e.URI+":"+strconv.Itoa(e.Line))
 	}
+	return dst
 }
+
+func appendValue(dst []uint64, tag byte, provider, value string) []uint64 {
+	if value == "" {
+		return dst
+	}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	h.WriteByte(tag)
+	h.WriteString(provider)
+	h.WriteByte(0)
+	h.WriteString(value)
+	return append(dst, h.Sum64())
+}
+
+// Forget lets go of the values joined so far; the groups stay. Values
+// joined after it must be none of those before (another share of them).
+func (r *Router) Forget() { clear(r.first) }
 
 // Partitions assigns every node, in the order they were added, a
 // partition: whole groups, in the order of their first node, filling
 // each partition up to size effects, a group without effects counting as
 // one (a group larger than that has a partition of its own). It returns
-// the assignment and how many partitions there are, at least one.
+// the assignment and how many partitions there are, at least one; the
+// Router is spent.
 func (r *Router) Partitions(size int) (part []uint32, count int) {
 	size = max(size, 1)
-	weight := make([]uint32, len(r.parent))
-	for i, e := range r.effect {
-		if e {
-			weight[r.find(uint32(i))]++
-		}
+	// A node's parent is never after it, so in node order each parent is
+	// already a root: one pass points every node at its group's first.
+	part, r.parent, r.first = r.parent, nil, nil
+	for i := range part {
+		part[i] = part[part[i]]
 	}
-	for i := range weight {
-		if r.find(uint32(i)) == uint32(i) {
-			weight[i] = max(weight[i], 1)
-		}
+	weight := make([]uint32, len(part))
+	for i := range r.effects {
+		weight[part[i]]++
 	}
-	part = make([]uint32, len(r.parent))
 	count = 1
 	var fill uint32
-	for i := range r.parent {
-		root := r.find(uint32(i))
+	for i, root := range part {
 		if uint32(i) != root {
-			part[i] = part[root] // a root is its group's first node
+			part[i] = part[root] // the root came first: this is its partition now
 			continue
 		}
-		if fill > 0 && fill+weight[i] > uint32(size) {
+		w := max(weight[i], 1)
+		if fill > 0 && fill+w > uint32(size) {
 			count, fill = count+1, 0
 		}
 		part[i] = uint32(count - 1)
-		fill += weight[i]
+		fill += w
 	}
 	return part, count
 }
@@ -99,21 +149,12 @@ func (r *Router) Partitions(size int) (part []uint32, count int) {
 func (r *Router) node() uint32 {
 	n := uint32(len(r.parent))
 	r.parent = append(r.parent, n)
-	r.effect = append(r.effect, false)
 	return n
 }
 
-// join puts node n in one group with every node that named value.
-func (r *Router) join(n uint32, tag byte, provider, value string) {
-	if value == "" {
-		return
-	}
-	r.h.Reset()
-	r.h.WriteByte(tag)
-	r.h.WriteString(provider)
-	r.h.WriteByte(0)
-	r.h.WriteString(value)
-	v := r.h.Sum64()
+// Join puts node n in one group with every node that named the value
+// whose hash is v.
+func (r *Router) Join(n uint32, v uint64) {
 	other, ok := r.first[v]
 	if !ok {
 		r.first[v] = n

@@ -37,9 +37,10 @@ func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.Cov
 }
 
 // MatchPartitions implements ledgerdb.Store. It works on connections of
-// its own: one reads, in temporary tables that vanish with it (see
-// match_sql.go), the other records, so that PostgreSQL reads the next
-// partition and records the last while match classifies this one.
+// its own: one fetches, into temporary tables that vanish with it (see
+// match_sql.go) and from them into a ledgerdb.Spill; the other records,
+// so that the next partition is read and the last recorded while match
+// classifies this one.
 func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
@@ -240,10 +241,7 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, sources 
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	sum.Effects, sum.Records = spill.Effects, spill.Records
-	sum.Partitions, err = spill.Cut(m.p.Size())
-	sum.Spilled = spill.Bytes()
-	return err
+	return spill.Cut(m.p.Size(), sum)
 }
 
 // close lets the spill go.

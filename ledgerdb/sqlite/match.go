@@ -225,10 +225,7 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	sum.Effects, sum.Records = spill.Effects, spill.Records
-	sum.Partitions, err = spill.Cut(m.p.Size())
-	sum.Spilled = spill.Bytes()
-	return err
+	return spill.Cut(m.p.Size(), sum)
 }
 
 // intern returns the one copy of a string that repeats across rows.
