@@ -92,8 +92,8 @@ type Store interface {
 	// name an effect in scope by key or by its external id.
 	//
 	// The ledger links nothing itself: it fetches the effects and records
-	// by keys, hands what each names to a matcher.Router, and places every
-	// row in the partition the Router gives it. A partition therefore holds
+	// by keys into a Spill, which groups them (matcher.Router) and lays
+	// them out by partition. A partition therefore holds
 	// every effect and record that the matcher could relate to one of its
 	// own, and matches as one match over all of the data would; which
 	// record links to which effect is the matcher's to decide. Partitions

@@ -54,19 +54,6 @@ func (p *MatchParams) Size() int {
 	return DefaultPartitionSize
 }
 
-// Steps returns the steps of p.Kinds and their kinds, in step order: the
-// table a driver joins effects with.
-func (p *MatchParams) Steps() (steps, kinds []string) {
-	for s := range p.Kinds {
-		steps = append(steps, s)
-	}
-	sort.Strings(steps)
-	for _, s := range steps {
-		kinds = append(kinds, string(p.Kinds[s]))
-	}
-	return steps, kinds
-}
-
 // LinkKinds returns the kinds of transaction that can link to an effect,
 // and disputes, which a charge's effect shows (DESIGN section 5), sorted.
 func (p *MatchParams) LinkKinds() []string {

@@ -228,7 +228,7 @@ func (s *Spill) cut(size int) (int, error) {
 					return err
 				}
 				at[p] += int64(len(b))
-				pending[p] = b[:0]
+				pending[p] = nil // a partition's rows may come together: keep no buffer of its size
 			}
 		}
 		held = 0

@@ -194,10 +194,10 @@ func (m *matching) stage(ctx context.Context, tx pgx.Tx, count int) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_effect"}, []string{"run_id", "part", "key", "provider", "step", "kind", "status",
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_effect"}, []string{"run_id", "part", "key", "provider", "step", "status",
 			"external_id", "created_at", "request", "class", "since", "final"}, pgx.CopyFromSlice(len(part.Effects), func(j int) ([]any, error) {
 			e := &part.Effects[j]
-			return []any{run, i, e.Key, e.Provider, e.Step, "", string(e.Status), nullText(e.ExternalID), e.CreatedAt, string(e.Request),
+			return []any{run, i, e.Key, e.Provider, e.Step, string(e.Status), nullText(e.ExternalID), e.CreatedAt, string(e.Request),
 				nullText(string(e.State)), nullTime(e.Since), e.Final}, nil
 		})); err != nil {
 			return err

@@ -155,7 +155,6 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := analyzeStale(ctx, m.conn, m.p.Sources); err != nil {
 		return err
 	}
-	steps, kinds := m.p.Steps()
 	sources, linkKinds := nonNil(m.p.Sources), m.p.LinkKinds()
 	exec := func(sql string, args ...any) error {
 		_, err := m.conn.Exec(ctx, sql, args...)
@@ -171,7 +170,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(matchSetup); err != nil {
 		return err
 	}
-	if err := exec(matchScopeOpen, steps, kinds); err != nil {
+	if err := exec(matchScopeOpen); err != nil {
 		return err
 	}
 	if closed {
@@ -183,7 +182,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 		if named {
-			if err := exec(matchScopeNamed, steps, kinds); err != nil {
+			if err := exec(matchScopeNamed); err != nil {
 				return err
 			}
 		}

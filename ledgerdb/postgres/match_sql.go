@@ -11,8 +11,7 @@ const (
 SET jit = off;
 SET temp_buffers = '256MB';
 CREATE TEMP TABLE m_early AS SELECT ` + matchRecordCols + ` FROM evidence WITH NO DATA;
-CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, kind text NOT NULL,
-  status text NOT NULL, external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text,
+CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NOT NULL, status text NOT NULL, external_id text, created_at timestamptz NOT NULL, amount text, currency text, request text, class text,
   since timestamptz, final boolean NOT NULL)`
 
 	// matchWriterSetup prepares a connection that records confirmations.
@@ -25,12 +24,12 @@ CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NO
 	// matchEffect selects what the matcher reads of an effect: of its
 	// request only the amount and the currency (the whole request when it
 	// is not an object, for the matcher to reject).
-	matchEffect = `SELECT e.key, e.provider, e.step, coalesce(k.kind, ''), e.status, e.external_id, e.created_at,
+	matchEffect = `SELECT e.key, e.provider, e.step, e.status, e.external_id, e.created_at,
   CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'amount')::text END,
   CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'currency')::text END,
   CASE WHEN jsonb_typeof(e.request) <> 'object' THEN e.request::text END,
   st.class, st.since, coalesce(st.final, false)
-FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN unnest($1::text[], $2::text[]) AS k(step, kind) ON k.step = e.step`
+FROM effect e LEFT JOIN effect_state st ON st.key = e.key`
 
 	// matchScopeOpen takes every effect not finally reconciled and not
 	// abandoned (matchScopeNamed, below, adds the closed ones the run names).

@@ -99,10 +99,6 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 // prepare fetches the effects in scope and the records, in temporary
 // tables, and cuts them into partitions (cut).
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
-	kinds, err := json.Marshal(m.p.Kinds)
-	if err != nil {
-		return err
-	}
 	sources, linkKinds := jsonList(m.p.Sources), jsonList(m.p.LinkKinds())
 	exec := func(q string, args ...any) error {
 		_, err := m.conn.ExecContext(ctx, q, args...)
@@ -120,7 +116,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	if err := exec(matchScope, sources, string(kinds)); err != nil {
+	if err := exec(matchScope); err != nil {
 		return err
 	}
 	if err := exec(matchRecords, sources, linkKinds); err != nil {

@@ -6,13 +6,12 @@ package sqlite
 // in scope (m_eff) and the records (m_rec), and the run reads them once
 // into a ledgerdb.Spill, which cuts them into partitions. ?1 and ?2 are
 // JSON documents read with json_each: the run's source
-// ids, and the kind each step makes ({"charge": "charge", ...}) or the
-// kinds that link (["charge", "payout", "refund"]).
+// ids, and the kinds that link (["charge", "payout", "refund"]).
 const (
 	matchSetup = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_rec;
 DROP TABLE IF EXISTS temp.m_new;
-CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
+CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, status TEXT NOT NULL,
   external_id TEXT, created_at TEXT NOT NULL, amount TEXT, currency TEXT, request TEXT, class TEXT, since TEXT, final INTEGER NOT NULL);
 CREATE TEMP TABLE m_new (effect_key TEXT, parent_effect_key TEXT, tx_id TEXT, payment_intent TEXT, parent_tx_id TEXT)`
 
@@ -33,12 +32,12 @@ FROM evidence x WHERE x.source_id IN (SELECT value FROM json_each(?1))
 	// names are only built when a closed effect asks for them, and the
 	// unary + keeps SQLite from driving the scan from them.
 	matchScope = `INSERT INTO m_eff
-SELECT e.key, e.provider, e.step, coalesce(k.value, ''), e.status, e.external_id, e.created_at,
+SELECT e.key, e.provider, e.step, e.status, e.external_id, e.created_at,
   CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.amount' END,
   CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.currency' END,
   CASE WHEN NOT json_valid(e.request) THEN e.request WHEN json_type(e.request) <> 'object' THEN e.request END,
   st.class, st.since, coalesce(st.final, 0)
-FROM effect e LEFT JOIN effect_state st ON st.key = e.key LEFT JOIN json_each(?2) AS k ON k.key = e.step
+FROM effect e LEFT JOIN effect_state st ON st.key = e.key
 WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
    OR +e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> '' UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
    OR +e.external_id IN (

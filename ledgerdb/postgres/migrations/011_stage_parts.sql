@@ -3,7 +3,8 @@
 -- longer by key ranges the ledger computed. Staged rows live only while
 -- their run does: a distributed run in progress while this migrates fails.
 TRUNCATE stage_partition, stage_effect, stage_record, stage_result;
-ALTER TABLE stage_effect DROP COLUMN conflicts, ADD COLUMN part int NOT NULL;
+-- An effect's kind is the matcher's to know (matcher.ExpectedKind).
+ALTER TABLE stage_effect DROP COLUMN conflicts, DROP COLUMN kind, ADD COLUMN part int NOT NULL;
 DROP INDEX stage_effect_key;
 CREATE INDEX stage_effect_part ON stage_effect (run_id, part);
 -- A staged record names where it was read (uri, and whether that is a
