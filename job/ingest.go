@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"reconcile"
 	"reconcile/ingest"
@@ -23,11 +25,15 @@ type ingested struct {
 }
 
 // ingestAll writes the run's new inputs into the ledger. An input that
-// cannot be read at all stops the run before it changes anything: every
-// new input but the largest is read once, writing nothing, before any is
-// written; the largest is then written first, in a transaction of its own
-// that its failure rolls back, so that it is parsed only once (a local
-// file is hashed first, to find it in the manifest).
+// cannot be read at all stops the run before it changes anything: the
+// largest new input is written in a transaction of its own, so that it is
+// parsed only once (a local file is hashed first, to find it in the
+// manifest), while every other new input is read once, writing nothing,
+// and then written. No transaction commits before every input has been
+// read whole: the largest waits for the others' checks, and each other
+// waits for the largest. Where the ledger takes several writers at once
+// (ledgerdb.ParallelWriter) the others are written while the largest is;
+// elsewhere after it.
 func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (*ingested, error) {
 	defer j.phase("ingest")()
 	hashes := make([]string, len(srcs))
@@ -43,45 +49,26 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			first = i
 		}
 	}
-	order := make([]int, 0, len(srcs))
-	if first >= 0 {
-		order = append(order, first)
-	}
-	for i := range srcs {
-		if i == first {
-			continue
-		}
-		order = append(order, i)
-		if !fresh[i] {
-			continue
-		}
-		stop := j.ingestProgress("checking", srcs[i], opt)
-		in, err := ingest.Read(ctx, srcs[i], opt, Discard{})
-		stop()
-		if err != nil {
-			return nil, err
-		}
-		hashes[i] = in.Hash
-	}
 	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs))}
-	var rejected RejectedList
-	for _, i := range order {
-		src, c := srcs[i], rejected.Collect(i)
-		stop := j.ingestProgress("ingesting", src, opt)
-		in, id, err := j.persist(ctx, src, hashes[i], opt, c)
-		stop()
+	rejected := &RejectedList{}
+	sinks := make([]*RejectedSink, len(srcs))
+	for i := range srcs {
+		sinks[i] = rejected.Collect(i)
+	}
+	write := func(ctx context.Context, i int, o *ingest.Options, ready func() error) error {
+		in, id, err := j.persist(ctx, srcs[i], hashes[i], o, sinks[i], ready)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if in.AlreadyIngested { // report its rejected rows as the first run did
 			rej, err := j.Store.RejectedRows(ctx, id, MaxListedRejected+1) // no more than the result lists
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for _, r := range rej {
-				c.Reject(&r)
+				sinks[i].Reject(&r)
 			}
-			c.list.unlisted[c.i] += max(in.Rejected-len(rej), 0) // the rows not read back
+			sinks[i].unlist(max(in.Rejected-len(rej), 0)) // the rows not read back
 		}
 		out.sourceIDs[i] = id
 		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
@@ -90,6 +77,65 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			out.inputs[i].Totals = append(out.inputs[i].Totals, report.Volume{Provider: t.Provider, Currency: t.Currency, Kind: t.Kind,
 				Count: t.Count, AmountMinor: t.AmountMinor, FeeMinor: t.FeeMinor})
 		}
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	checked, written := make(chan struct{}), make(chan struct{}) // the others read whole; the largest committed
+	wait := func(c chan struct{}) func() error {
+		return func() error {
+			select {
+			case <-c:
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+	}
+	if first >= 0 {
+		g.Go(func() error {
+			o := *opt
+			stop := j.ingestProgress("ingesting", srcs[first], &o)
+			defer stop()
+			if err := write(gctx, first, &o, wait(checked)); err != nil {
+				return err
+			}
+			close(written)
+			return nil
+		})
+	} else {
+		close(written)
+	}
+	g.Go(func() error {
+		for i := range srcs {
+			if i == first || !fresh[i] {
+				continue
+			}
+			o := *opt
+			in, err := ingest.Read(gctx, srcs[i], &o, Discard{})
+			if err != nil {
+				return err
+			}
+			hashes[i] = in.Hash
+		}
+		close(checked)
+		if _, ok := j.Store.(ledgerdb.ParallelWriter); !ok {
+			if err := wait(written)(); err != nil {
+				return err
+			}
+		}
+		for i := range srcs {
+			if i == first {
+				continue
+			}
+			o := *opt
+			if err := write(gctx, i, &o, wait(written)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	out.rejected, out.unlisted = rejected.Listed()
 	return out, nil
@@ -104,15 +150,16 @@ func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options
 	if check {
 		return ingest.Read(ctx, src, opt, c)
 	}
-	in, _, err := j.persist(ctx, src, "", opt, c)
+	in, _, err := j.persist(ctx, src, "", opt, c, nil)
 	return in, err
 }
 
 // persist ingests one source into the ledger, unless its content is there
 // already, and returns its account and its id in the manifest. hash is the
 // content's hash when the caller knows it, else "". Rejected rows also go to
-// c, for the report.
-func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink) (*ingest.Input, int64, error) {
+// c, for the report. ready, when set, is asked once the input has been read
+// whole, before its transaction commits; its error rolls the input back.
+func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink, ready func() error) (*ingest.Input, int64, error) {
 	if hash == "" && src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
@@ -135,6 +182,9 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			var err error
 			input, err = ingest.Read(ctx, src, opt, teeRejected{w, c})
+			if err == nil && ready != nil {
+				err = ready()
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -189,31 +239,36 @@ func (t teeRejected) Reject(r *reconcile.Rejected) error {
 const MaxListedRejected, MaxListedRaw = 1000, 1024
 
 // RejectedList is what a result lists of the rejected rows of all its
-// inputs.
+// inputs. Its sinks may be written at once, one input each; each input
+// keeps up to MaxListedRejected rows, and Listed takes them in input
+// order, so that what is listed does not depend on which input was read
+// first.
 type RejectedList struct {
+	mu       sync.Mutex
 	rows     [][]report.Rejected // per input
-	unlisted []int               // per input
-	n        int                 // rows listed
+	unlisted []int               // per input: the rows beyond those kept
 }
 
 // Collect returns the sink that lists input i's rejected rows.
 func (l *RejectedList) Collect(i int) *RejectedSink {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for len(l.rows) <= i {
 		l.rows, l.unlisted = append(l.rows, nil), append(l.unlisted, 0)
 	}
 	return &RejectedSink{list: l, i: i}
 }
 
-// Listed returns the rows listed, in input order, and how many more there
-// are.
+// Listed returns the first MaxListedRejected rows, in input order, and how
+// many more there are.
 func (l *RejectedList) Listed() ([]report.Rejected, int) {
-	out := slices.Concat(l.rows...)
-	if out == nil {
-		out = []report.Rejected{}
-	}
-	n := 0
-	for _, u := range l.unlisted {
-		n += u
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out, n := []report.Rejected{}, 0
+	for i, rows := range l.rows {
+		k := min(len(rows), MaxListedRejected-len(out))
+		out = append(out, rows[:k]...)
+		n += len(rows) - k + l.unlisted[i]
 	}
 	return out, n
 }
@@ -228,10 +283,12 @@ type RejectedSink struct {
 func (c *RejectedSink) Evidence(*reconcile.Evidence) error { return nil }
 
 // Reject lists r, its raw text cut to MaxListedRaw bytes, or counts it
-// when the list is full.
+// when the input has as many listed as a result can hold.
 func (c *RejectedSink) Reject(r *reconcile.Rejected) error {
 	l := c.list
-	if l.n >= MaxListedRejected {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.rows[c.i]) >= MaxListedRejected {
 		l.unlisted[c.i]++
 		return nil
 	}
@@ -240,14 +297,21 @@ func (c *RejectedSink) Reject(r *reconcile.Rejected) error {
 		raw = strings.ToValidUTF8(raw[:MaxListedRaw], "") + fmt.Sprintf("… (%d bytes in all)", len(r.Raw))
 	}
 	l.rows[c.i] = append(l.rows[c.i], report.Rejected{URI: r.URI, Line: r.Line, Reason: r.Reason, Raw: raw})
-	l.n++
 	return nil
+}
+
+// unlist counts n of the input's rejected rows that were not read back.
+func (c *RejectedSink) unlist(n int) {
+	c.list.mu.Lock()
+	defer c.list.mu.Unlock()
+	c.list.unlisted[c.i] += n
 }
 
 // reset forgets what was listed of the input: it is reported otherwise.
 func (c *RejectedSink) reset() {
 	l := c.list
-	l.n -= len(l.rows[c.i])
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.rows[c.i], l.unlisted[c.i] = nil, 0
 }
 

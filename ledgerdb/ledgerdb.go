@@ -414,3 +414,11 @@ func DecodeFinding(d *reconcile.Discrepancy, txs, acts []byte) error {
 	}
 	return json.Unmarshal(acts, &d.Actions)
 }
+
+// ParallelWriter is a Store on which several sources can be written at
+// once, each in a transaction of its own (PostgreSQL; SQLite has one writer
+// at a time).
+type ParallelWriter interface {
+	Store
+	ParallelWrites()
+}

@@ -224,11 +224,11 @@ func TestRunClassifiesAndPlansOnPostgres(t *testing.T) {
 }
 
 // An input that cannot be read stops the run before it changes anything:
-// the readable input beside it is not ingested either, whether the
-// unreadable one is read first to check it (the smaller) or written first
-// (the larger, in a transaction its failure rolls back).
-func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
-	t.Parallel()
+// the readable inputs beside it are not ingested either, whether the
+// unreadable one is read first to check it (a smaller one) or written first
+// (the larger, in a transaction its failure rolls back), and on PostgreSQL
+// whatever the others wrote meanwhile is rolled back too.
+func testRunWithAnUnreadableInputChangesNothing(t *testing.T, migrated func(*testing.T) string) {
 	noise := make([]byte, 16<<10) // what does not compress, so that the gzip is the larger input
 	rand.NewChaCha8([32]byte{}).Read(noise)
 	var big bytes.Buffer
@@ -241,14 +241,15 @@ func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ledger := migratedSQLite(t)
+			ledger := migrated(t)
 			seedLedger(t, ledger)
 			good := writeFile(t, "good.itemized.csv", settlement)
+			other := writeFile(t, "other.itemized.csv", strings.Replace(settlement, "ch_", "ch_other_", -1))
 			bad := writeFile(t, "bad.csv.gz", bad)
 			if name == "larger" && len(settlement) >= big.Len() {
 				t.Fatalf("the truncated gzip (%d bytes) is not the larger input", big.Len())
 			}
-			code, _, errOut := reconcileCmd(t, "run", "--ledger", ledger, good, bad)
+			code, _, errOut := reconcileCmd(t, "run", "--ledger", ledger, good, bad, other)
 			if code != exitUsage || !strings.Contains(errOut, bad) {
 				t.Errorf("exit %d, stderr %q; want %d naming %s", code, errOut, exitUsage, bad)
 			}
@@ -262,6 +263,22 @@ func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	testRunWithAnUnreadableInputChangesNothing(t, migratedSQLite)
+}
+
+func TestRunWithAnUnreadableInputChangesNothingOnPostgres(t *testing.T) {
+	t.Parallel()
+	testRunWithAnUnreadableInputChangesNothing(t, func(t *testing.T) string {
+		url := pgtest.Schema(t)
+		if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
+			t.Fatal(errOut)
+		}
+		return url
+	})
 }
 
 // Without anything for a person, a run exits 0, even with planned repairs.

@@ -70,6 +70,10 @@ func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) 
 	return &Store{pool: pool, now: cfg.Clock(), where: where}, nil
 }
 
+// ParallelWrites implements ledgerdb.ParallelWriter: each source is written
+// on a connection and in a transaction of its own.
+func (s *Store) ParallelWrites() {}
+
 // Close releases the pool.
 func (s *Store) Close() error {
 	s.pool.Close()
