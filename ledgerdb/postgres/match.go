@@ -388,7 +388,16 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		if _, err := tx.Exec(ctx, matchRecordStates, m.p.RunID, m.now, confirmed, all); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, matchRecordConfirmed, m.now)
+		var keys, ids []string
+		for _, c := range confs {
+			if c.ExternalID != "" {
+				keys, ids = append(keys, c.Key), append(ids, c.ExternalID)
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, matchRecordConfirmed, m.now, keys, ids)
 		n = int(tag.RowsAffected())
 		return err
 	}()

@@ -64,8 +64,12 @@ SELECT key, $3, true, $1, $2, $2 FROM m_conf WHERE $4 OR NOT fresh
 ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id,
   classified_at = EXCLUDED.classified_at,
   since = CASE WHEN effect_state.class = EXCLUDED.class THEN effect_state.since ELSE EXCLUDED.since END`
+	// matchRecordConfirmed takes the attempted effects' keys and ids as
+	// arrays ($2, $3), not from m_conf: estimated as a few rows, they are
+	// looked up by key, where m_conf, of no statistics, made the plan a
+	// scan of every effect.
 	matchRecordConfirmed = `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.external_id), confirmed_at = $1
-FROM m_conf c WHERE c.external_id <> '' AND e.key = c.key AND e.status = 'attempted'`
+FROM unnest($2::text[], $3::text[]) AS c (key, external_id) WHERE e.key = c.key AND e.status = 'attempted'`
 )
 
 // matchEarlier copies the earlier records that name an effect in scope
