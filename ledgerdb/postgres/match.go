@@ -170,6 +170,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := exec(matchSetup); err != nil {
 		return err
 	}
+	if !closed && !earlier {
+		return m.cut(ctx, sum, matchOpenEffects, sources, linkKinds)
+	}
 	if err := exec(matchScopeOpen); err != nil {
 		return err
 	}
@@ -195,18 +198,18 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	return m.cut(ctx, sum, sources, linkKinds)
+	return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM m_eff`, sources, linkKinds)
 }
 
-// cut reads every effect in scope and every record into a Spill, which
-// cuts them into partitions.
-func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, sources []int64, linkKinds []string) error {
+// cut reads every effect in scope (from the query scope) and every record
+// into a Spill, which cuts them into partitions.
+func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope string, sources []int64, linkKinds []string) error {
 	spill, err := ledgerdb.NewSpill()
 	if err != nil {
 		return err
 	}
 	m.spill = spill
-	rows, err := m.conn.Query(ctx, `SELECT `+matchEffectCols+` FROM m_eff`)
+	rows, err := m.conn.Query(ctx, scope)
 	if err != nil {
 		return err
 	}

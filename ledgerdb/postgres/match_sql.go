@@ -25,15 +25,20 @@ CREATE TEMP TABLE m_eff (key text NOT NULL, provider text NOT NULL, step text NO
 	// request only the amount and the currency (the whole request when it
 	// is not an object, for the matcher to reject).
 	matchEffect = `SELECT e.key, e.provider, e.step, e.status, e.external_id, e.created_at,
-  CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'amount')::text END,
-  CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'currency')::text END,
-  CASE WHEN jsonb_typeof(e.request) <> 'object' THEN e.request::text END,
-  st.class, st.since, coalesce(st.final, false)
+  CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'amount')::text END AS amount,
+  CASE WHEN jsonb_typeof(e.request) = 'object' THEN (e.request->'currency')::text END AS currency,
+  CASE WHEN jsonb_typeof(e.request) <> 'object' THEN e.request::text END AS request,
+  st.class, st.since, coalesce(st.final, false) AS final
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key`
 
-	// matchScopeOpen takes every effect not finally reconciled and not
-	// abandoned (matchScopeNamed, below, adds the closed ones the run names).
-	matchScopeOpen = `INSERT INTO m_eff ` + matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
+	// matchOpen selects every effect not finally reconciled and not
+	// abandoned (matchScopeNamed, below, adds the closed ones the run
+	// names). matchScopeOpen puts them in m_eff; where no effect is closed
+	// and no earlier evidence exists, m_eff has no other use and
+	// matchOpenEffects reads them straight away.
+	matchOpen        = matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
+	matchScopeOpen   = `INSERT INTO m_eff ` + matchOpen
+	matchOpenEffects = `SELECT ` + matchEffectCols + ` FROM (` + matchOpen + `) m_eff`
 
 	// matchRecords are the records matched: the run's ($1 its sources) and
 	// the earlier ones, of the kinds that link ($2).

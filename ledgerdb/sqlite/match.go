@@ -116,20 +116,16 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 			return err
 		}
 	}
-	if err := exec(matchScope); err != nil {
-		return err
-	}
-	if err := exec(matchRecords, sources, linkKinds); err != nil {
-		return err
-	}
 	var earlier bool
 	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id NOT IN (SELECT value FROM json_each(?)))`, sources).Scan(&earlier); err != nil {
 		return err
 	}
+	from, records := "("+matchScopeEffects+")", matchRecords
 	if earlier {
-		if err := exec(matchEarlier, sources, linkKinds); err != nil {
+		if err := exec(matchScope); err != nil {
 			return err
 		}
+		from, records = "m_eff", matchRecords+" UNION ALL "+matchEarlier
 	}
 	rows, err := m.conn.QueryContext(ctx, `SELECT id, uri, format FROM source`)
 	if err != nil {
@@ -147,19 +143,19 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return m.cut(ctx, sum)
+	return m.cut(ctx, sum, matchEffects+from, records, sources, linkKinds)
 }
 
-// cut reads every effect in scope and every record into a Spill, which
-// cuts them into partitions.
-func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+// cut reads every effect in scope (the query scope) and every record (the
+// query records, of the run's sources and the kinds that link) into a
+// Spill, which cuts them into partitions.
+func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, records, sources, linkKinds string) error {
 	spill, err := ledgerdb.NewSpill()
 	if err != nil {
 		return err
 	}
 	m.spill = spill
-	rows, err := m.conn.QueryContext(ctx, `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
-		coalesce(class, ''), coalesce(since, ''), final FROM m_eff`)
+	rows, err := m.conn.QueryContext(ctx, scope)
 	if err != nil {
 		return err
 	}
@@ -191,8 +187,7 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = m.conn.QueryContext(ctx, `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
-		effect_key, parent_effect_key, payment_intent, parent_tx_id FROM m_rec`)
+	rows, err = m.conn.QueryContext(ctx, records, sources, linkKinds)
 	if err != nil {
 		return err
 	}

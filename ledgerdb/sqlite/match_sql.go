@@ -3,20 +3,18 @@ package sqlite
 // The statements of MatchPartitions, in the order they run: the same steps
 // as the PostgreSQL driver's (see its match_sql.go), over temporary tables
 // on the store's one connection: the ledger fetches, by keys, the effects
-// in scope (m_eff) and the records (m_rec), and the run reads them once
-// into a ledgerdb.Spill, which cuts them into partitions. ?1 and ?2 are
+// in scope (m_eff) and the earlier records that name them, and the run
+// reads them and its own records once into a ledgerdb.Spill, which cuts them into partitions. ?1 and ?2 are
 // JSON documents read with json_each: the run's source
 // ids, and the kinds that link (["charge", "payout", "refund"]).
 const (
 	matchSetup = `DROP TABLE IF EXISTS temp.m_eff;
-DROP TABLE IF EXISTS temp.m_rec;
 DROP TABLE IF EXISTS temp.m_new;
 CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, status TEXT NOT NULL,
   external_id TEXT, created_at TEXT NOT NULL, amount TEXT, currency TEXT, request TEXT, class TEXT, since TEXT, final INTEGER NOT NULL);
 CREATE TEMP TABLE m_new (effect_key TEXT, parent_effect_key TEXT, tx_id TEXT, payment_intent TEXT, parent_tx_id TEXT)`
 
 	matchTeardown = `DROP TABLE IF EXISTS temp.m_eff;
-DROP TABLE IF EXISTS temp.m_rec;
 DROP TABLE IF EXISTS temp.m_new`
 
 	// matchNew keeps the run's records of transactions that no earlier
@@ -26,17 +24,18 @@ FROM evidence x WHERE x.source_id IN (SELECT value FROM json_each(?1))
   AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
     AND o.source_id NOT IN (SELECT value FROM json_each(?1))))`
 
-	// matchScope takes every effect not finally reconciled and not
-	// abandoned, and every other one the run's new evidence (m_new) names
-	// by key or by external id, in one pass over the effects: the lists of
-	// names are only built when a closed effect asks for them, and the
-	// unary + keeps SQLite from driving the scan from them.
-	matchScope = `INSERT INTO m_eff
-SELECT e.key, e.provider, e.step, e.status, e.external_id, e.created_at,
-  CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.amount' END,
-  CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.currency' END,
-  CASE WHEN NOT json_valid(e.request) THEN e.request WHEN json_type(e.request) <> 'object' THEN e.request END,
-  st.class, st.since, coalesce(st.final, 0)
+	// matchScopeEffects selects every effect not finally reconciled and
+	// not abandoned, and every other one the run's new evidence (m_new)
+	// names by key or by external id, in one pass over the effects: the
+	// lists of names are only built when a closed effect asks for them, and
+	// the unary + keeps SQLite from driving the scan from them. matchScope
+	// keeps them in m_eff, for matchEarlier; with no earlier evidence the
+	// run reads them straight away (matchEffects).
+	matchScopeEffects = `SELECT e.key, e.provider, e.step, e.status, e.external_id, e.created_at,
+  CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.amount' END AS amount,
+  CASE WHEN NOT json_valid(e.request) THEN NULL WHEN json_type(e.request) = 'object' THEN e.request -> '$.currency' END AS currency,
+  CASE WHEN NOT json_valid(e.request) THEN e.request WHEN json_type(e.request) <> 'object' THEN e.request END AS request,
+  st.class, st.since, coalesce(st.final, 0) AS final
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key
 WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
    OR +e.key IN (SELECT effect_key FROM m_new WHERE effect_key <> '' UNION ALL SELECT parent_effect_key FROM m_new WHERE parent_effect_key <> '')
@@ -44,12 +43,20 @@ WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
      SELECT tx_id FROM m_new WHERE tx_id <> ''
      UNION ALL SELECT payment_intent FROM m_new WHERE payment_intent <> ''
      UNION ALL SELECT parent_tx_id FROM m_new WHERE parent_tx_id <> '')`
+	matchScope = `INSERT INTO m_eff ` + matchScopeEffects
 
-	matchRecordCols = `ev.source_id, ev.seq, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency, ev.occurred_at,
+	// matchEffects reads the effects in scope from m_eff, or from
+	// matchScopeEffects itself, which it is followed by.
+	matchEffects = `SELECT key, provider, step, status, coalesce(external_id, ''), created_at, amount, currency, request,
+  coalesce(class, ''), coalesce(since, ''), final FROM `
+
+	matchRecordCols = `ev.source_id, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency, ev.occurred_at,
   ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id`
-	matchRecords = `CREATE TEMP TABLE m_rec AS SELECT 1 AS mine, ` + matchRecordCols + `
+	// matchRecords reads the run's records, and matchEarlier the earlier
+	// ones that name an effect in scope (in m_eff).
+	matchRecords = `SELECT 1 AS mine, ` + matchRecordCols + `
 FROM evidence ev WHERE ev.source_id IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT value FROM json_each(?2))`
-	matchEarlier = `INSERT INTO m_rec SELECT 0, ` + matchRecordCols + `
+	matchEarlier = `SELECT 0, ` + matchRecordCols + `
 FROM evidence ev WHERE ev.rowid IN (
   SELECT rowid FROM evidence WHERE effect_key <> '' AND effect_key IN (SELECT key FROM m_eff)
   UNION SELECT rowid FROM evidence WHERE parent_effect_key <> '' AND parent_effect_key IN (SELECT key FROM m_eff)
