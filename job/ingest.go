@@ -22,6 +22,7 @@ type ingested struct {
 	rejected  []report.Rejected // listed
 	unlisted  int               // rejected rows beyond those listed
 	sourceIDs []int64
+	coverage  [][]ledgerdb.CoverageEnd // per input written by this run, as the ledger gave it back
 }
 
 // ingestAll writes the run's new inputs into the ledger. An input that
@@ -49,17 +50,18 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			first = i
 		}
 	}
-	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs))}
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs))}
 	rejected := &RejectedList{}
 	sinks := make([]*RejectedSink, len(srcs))
 	for i := range srcs {
 		sinks[i] = rejected.Collect(i)
 	}
 	write := func(ctx context.Context, i int, o *ingest.Options, ready func() error) error {
-		in, id, err := j.persist(ctx, srcs[i], hashes[i], o, sinks[i], ready)
+		in, res, err := j.persist(ctx, srcs[i], hashes[i], o, sinks[i], ready)
 		if err != nil {
 			return err
 		}
+		id := res.SourceID
 		if in.AlreadyIngested { // report its rejected rows as the first run did
 			rej, err := j.Store.RejectedRows(ctx, id, MaxListedRejected+1) // no more than the result lists
 			if err != nil {
@@ -70,7 +72,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			}
 			sinks[i].unlist(max(in.Rejected-len(rej), 0)) // the rows not read back
 		}
-		out.sourceIDs[i] = id
+		out.sourceIDs[i], out.coverage[i] = id, res.Coverage
 		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
 			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested}
 		for _, t := range in.Totals {
@@ -155,27 +157,28 @@ func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options
 }
 
 // persist ingests one source into the ledger, unless its content is there
-// already, and returns its account and its id in the manifest. hash is the
+// already, and returns its account and the ledger's result (of a source in
+// already, only its id in the manifest). hash is the
 // content's hash when the caller knows it, else "". Rejected rows also go to
 // c, for the report. ready, when set, is asked once the input has been read
 // whole, before its transaction commits; its error rolls the input back.
-func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink, ready func() error) (*ingest.Input, int64, error) {
+func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink, ready func() error) (*ingest.Input, *ledgerdb.IngestResult, error) {
 	if hash == "" && src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 	}
-	already := func(rec *ledgerdb.SourceRecord) (*ingest.Input, int64, error) {
+	already := func(rec *ledgerdb.SourceRecord) (*ingest.Input, *ledgerdb.IngestResult, error) {
 		return &ingest.Input{URI: src.URI, Format: rec.Format, Hash: rec.Hash, ETag: src.ETag, Bytes: rec.Bytes, Rows: rec.Rows,
-			Evidence: rec.Evidence, Rejected: rec.Rejected, Ignored: rec.Ignored, AlreadyIngested: true, Totals: []ingest.Total{}}, rec.ID, nil
+			Evidence: rec.Evidence, Rejected: rec.Rejected, Ignored: rec.Ignored, AlreadyIngested: true, Totals: []ingest.Total{}}, &ledgerdb.IngestResult{SourceID: rec.ID}, nil
 	}
 	rec, err := j.Store.FindSource(ctx, hash, src.ETag)
 	if err == nil {
 		return already(rec)
 	}
 	if !errors.Is(err, reconcile.ErrNotFound) {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	var input *ingest.Input
 	res, err := j.Store.IngestSource(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
@@ -192,16 +195,16 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 				Evidence: input.Evidence, Rejected: input.Rejected, Ignored: input.Ignored}, nil
 		})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if res.Duplicate { // another process ingested the same content meanwhile
 		c.reset()
 		if rec, err = j.Store.FindSource(ctx, input.Hash, src.ETag); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		return already(rec)
 	}
-	return input, res.SourceID, nil
+	return input, res, nil
 }
 
 // lookupSource says whether a source's content is in the ledger already,

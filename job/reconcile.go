@@ -18,16 +18,33 @@ import (
 func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *compensate.Applier) (*report.Result, error) {
 	res := &report.Result{RunID: p.ID, Applied: p.Apply, StartedAt: j.now(), Counts: map[string]int{}, Inputs: in.inputs,
 		Discrepancies: []report.Discrepancy{}, Rejected: in.rejected, RejectedUnlisted: in.unlisted, Orphans: []report.Orphan{}}
-	cover, err := j.Store.Coverage(ctx, in.sourceIDs)
-	if err != nil {
-		return nil, err
+	// What the inputs cover: as the ledger gave it back when this run
+	// wrote them, and from the ledger for those read before.
+	var cover []ledgerdb.CoverageEnd
+	var before []int64
+	for i, id := range in.sourceIDs {
+		if in.inputs[i].AlreadyIngested {
+			before = append(before, id)
+		} else {
+			cover = append(cover, in.coverage[i]...)
+		}
+	}
+	if len(before) > 0 {
+		c, err := j.Store.Coverage(ctx, before)
+		if err != nil {
+			return nil, err
+		}
+		cover = append(cover, c...)
 	}
 	ends := make(map[matcher.Coverage]time.Time, len(cover))
 	now := j.now()
 	for _, c := range cover {
 		// Evidence may run a few minutes ahead of this clock (a provider's
 		// clock skew), never the end of coverage: no report covers the future.
-		ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = minTime(c.End, now)
+		k, end := matcher.Coverage{Provider: c.Provider, Kind: c.Kind}, minTime(c.End, now)
+		if e, ok := ends[k]; !ok || end.After(e) {
+			ends[k] = end
+		}
 	}
 	scope, cutoff := matcher.Window(ends, p.AsOf, p.Lag)
 	res.AsOf = coverageEnd(p.AsOf, cutoff, p.Lag)
@@ -46,7 +63,10 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	start := j.now()
 	params := &ledgerdb.MatchParams{RunID: p.ID, Sources: fresh, Kinds: matcher.StepKinds(), WebhookFormats: ingest.WebhookFormats(),
 		PartitionSize: p.PartitionSize}
-	var sum *ledgerdb.MatchSummary
+	var (
+		sum *ledgerdb.MatchSummary
+		err error
+	)
 	if p.Distribute {
 		sum, err = j.distribute(ctx, params, m, p.Workers)
 	} else {

@@ -41,6 +41,9 @@ type IngestResult struct {
 	// Duplicate is true when the same content was already in the manifest:
 	// nothing was written.
 	Duplicate bool
+	// Coverage is what Coverage gives of the source written: the latest
+	// time of each provider's records of each kind, as stored.
+	Coverage []CoverageEnd
 }
 
 // batchSize is how many rows a driver writes at once.

@@ -23,6 +23,12 @@ var stepKinds = map[string]reconcile.Kind{"charge": reconcile.KindCharge, "captu
 // ingestEvidence writes a source of the given records and returns its id.
 func (e *env) ingestEvidence(hash, uri string, evs []reconcile.Evidence) int64 {
 	e.t.Helper()
+	return e.ingestResult(hash, uri, evs).SourceID
+}
+
+// ingestResult is ingestEvidence's IngestSource's result.
+func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb.IngestResult {
+	e.t.Helper()
 	res, err := e.store.IngestSource(e.ctx, &ledgerdb.IngestParams{URI: uri}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 		for i := range evs {
 			evs[i].URI = uri
@@ -38,7 +44,7 @@ func (e *env) ingestEvidence(hash, uri string, evs []reconcile.Evidence) int64 {
 	if err != nil || res.Duplicate {
 		e.t.Fatalf("IngestSource(%s) = %+v, %v", hash, res, err)
 	}
-	return res.SourceID
+	return res
 }
 
 // partitions runs MatchPartitions over the given sources and returns what
@@ -378,19 +384,31 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 
 // Coverage says which providers and kinds the given sources report on,
 // and the latest time of each.
+//
+// IngestSource gives the same coverage of what it wrote, as stored: to
+// the ledger's precision (a time of a nanosecond past the millisecond is
+// cut to the microsecond on PostgreSQL, to the millisecond on SQLite).
 func testCoverage(e *env) {
 	t0 := e.clock.Now()
-	a := e.ingestEvidence("h1", "a.csv", []reconcile.Evidence{
+	res := e.ingestResult("h1", "a.csv", []reconcile.Evidence{
 		{Provider: "stripe", TxID: "ch_1", Kind: reconcile.KindCharge, Time: t0},
-		{Provider: "stripe", TxID: "ch_2", Kind: reconcile.KindCharge, Time: t0.Add(time.Hour)},
+		{Provider: "stripe", TxID: "ch_2", Kind: reconcile.KindCharge, Time: t0.Add(time.Hour + 1234567)},
 		{Provider: "stripe", TxID: "re_1", Kind: reconcile.KindRefund, Time: t0},
 		{Provider: "stripe", Kind: reconcile.KindFee},
 	})
+	a := res.SourceID
 	b := e.ingestEvidence("h2", "b.csv", []reconcile.Evidence{{Provider: "adyen", TxID: "P/M", Kind: reconcile.KindCharge, Time: t0.Add(2 * time.Hour)}})
 	got, err := e.store.Coverage(e.ctx, []int64{a})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if diff := cmp.Diff(got, res.Coverage); diff != "" {
+		e.t.Errorf("IngestSource's coverage against Coverage(a) (-read back +given):\n%s", diff)
+	}
+	if end := got[0].End; end.Before(t0.Add(time.Hour+time.Millisecond)) || !end.Before(t0.Add(time.Hour+1234567)) {
+		e.t.Errorf("Coverage(a) ends at %s, want within the microsecond or the millisecond before %s", end, t0.Add(time.Hour+1234567))
+	}
+	got[0].End = t0.Add(time.Hour)
 	want := []ledgerdb.CoverageEnd{{Provider: "stripe", Kind: reconcile.KindCharge, End: t0.Add(time.Hour)},
 		{Provider: "stripe", Kind: reconcile.KindFee}, {Provider: "stripe", Kind: reconcile.KindRefund, End: t0}}
 	if diff := cmp.Diff(want, got); diff != "" {

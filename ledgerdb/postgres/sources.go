@@ -43,7 +43,9 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 		id := res.SourceID
 		stream, wait := copyInto(ctx, tx, "evidence", evidenceCopyCols)
 		w := &evidenceWriter{stream: stream, source: id, batch: make([][]any, 0, copyBatch)}
-		rec, err := fill(w)
+		cw := ledgerdb.Cover(w, time.Microsecond)
+		rec, err := fill(cw)
+		res.Coverage = cw.Ends()
 		if err == nil {
 			err = w.flush()
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -82,7 +83,9 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 				}
 				return nil
 			})
-		rec, err := fill(b)
+		cw := ledgerdb.Cover(b, time.Millisecond) // timeFormat's precision
+		rec, err := fill(cw)
+		res.Coverage = cw.Ends()
 		if err != nil {
 			return err
 		}
