@@ -11,12 +11,14 @@ import (
 	"reconcile/ledgerdb"
 )
 
-// LinkedEvidence implements ledgerdb.Store.
+// LinkedEvidence implements ledgerdb.Store. Each comparison names the
+// "C" collation, the lookup indexes' (migration 013).
 func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
 	return s.queryEvidence(ctx, `WHERE NOT ev.source_id = ANY($3) AND (
-		(ev.effect_key <> '' AND ev.effect_key = ANY($1)) OR (ev.parent_effect_key <> '' AND ev.parent_effect_key = ANY($1))
-		OR (ev.tx_id <> '' AND ev.tx_id = ANY($2))
-		OR (ev.payment_intent <> '' AND ev.payment_intent = ANY($2)) OR (ev.parent_tx_id <> '' AND ev.parent_tx_id = ANY($2)))`,
+		(ev.effect_key <> '' AND ev.effect_key COLLATE "C" = ANY($1)) OR (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($1))
+		OR (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY($2))
+		OR (ev.payment_intent <> '' AND ev.payment_intent COLLATE "C" = ANY($2))
+		OR (ev.parent_tx_id <> '' AND ev.parent_tx_id COLLATE "C" = ANY($2)))`,
 		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
 }
 

@@ -93,11 +93,12 @@ const matchRecordCols = `source_id, seq, line, provider, kind, tx_id, amount_min
   parent_effect_key, payment_intent, parent_tx_id`
 
 // matchEarlierBy selects the earlier records whose column col (which has
-// a partial index where it is not empty) is the effect column of an effect
-// in scope: probed with the array of those values, by index.
+// a partial index where it is not empty, in the "C" collation) is the
+// effect column of an effect in scope: probed with the array of those
+// values, by index.
 func matchEarlierBy(col, effectCol string) string {
 	return `SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND ` + col + ` <> ''
-  AND ` + col + ` = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
+  AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
 }
 
 // matchNamed lists every closed effect (abandoned, or final) that a
@@ -134,7 +135,7 @@ WHERE e.key = ANY(ARRAY(SELECT key FROM m_named)) AND (e.status = 'abandoned' OR
 // the planner on col's index; OFFSET 0 makes the earlier-record check one
 // probe of evidence_tx_id, not a hash of every earlier tx_id.
 func newRecordNaming(col, value string) string {
-	return `EXISTS (SELECT 1 FROM evidence x WHERE x.` + col + ` = ` + value + ` AND x.` + col + ` <> '' AND x.source_id + 0 = ANY($1)
-    AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
+	return `EXISTS (SELECT 1 FROM evidence x WHERE x.` + col + ` COLLATE "C" = ` + value + ` AND x.` + col + ` <> '' AND x.source_id + 0 = ANY($1)
+    AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id COLLATE "C" = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
       AND o.source_id <> ALL($1) OFFSET 0)))`
 }
