@@ -107,13 +107,24 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	} else {
 		close(written)
 	}
+	// The others show their progress only once the largest's line is gone.
+	progress := func(verb string, i int, o *ingest.Options) (stop func()) {
+		select {
+		case <-written:
+			return j.ingestProgress(verb, srcs[i], o)
+		default:
+			return func() {}
+		}
+	}
 	g.Go(func() error {
 		for i := range srcs {
 			if i == first || !fresh[i] {
 				continue
 			}
 			o := *opt
+			stop := progress("checking", i, &o)
 			in, err := ingest.Read(gctx, srcs[i], &o, Discard{})
+			stop()
 			if err != nil {
 				return err
 			}
@@ -130,7 +141,10 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 				continue
 			}
 			o := *opt
-			if err := write(gctx, i, &o, wait(written)); err != nil {
+			stop := progress("ingesting", i, &o)
+			err := write(gctx, i, &o, wait(written))
+			stop()
+			if err != nil {
 				return err
 			}
 		}
