@@ -8,7 +8,7 @@ import (
 	"reconcile/clock"
 	"reconcile/compensate"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/provider/sandbox"
 )
 
@@ -18,7 +18,7 @@ import (
 // pages, and later runs do not page again. The fake clock stands in for
 // waiting out the hour.
 func TestACompensationInDoubtIsPagedWhenItsGraceHasPassed(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		fake := clock.NewFake(time.Now())
 		w.now = fake.Now
@@ -51,7 +51,7 @@ func TestACompensationInDoubtIsPagedWhenItsGraceHasPassed(t *testing.T) {
 // once it has been deferred for longer than DeferredPageAfter, counted from
 // the run that first deferred it, by the ledger's clock; once only.
 func TestAnEffectDeferredTooLongIsPagedOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		fake := clock.NewFake(time.Now())
 		w.now = fake.Now

@@ -19,7 +19,7 @@ import (
 	"reconcile/compensate"
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/provider"
 	"reconcile/provider/sandbox"
 )
@@ -29,7 +29,7 @@ import (
 type world struct {
 	t      *testing.T
 	ctx    context.Context
-	l      *ledgertest.Ledger
+	l      *ledgerdbtest.Ledger
 	store  ledgerdb.Store
 	sb     *sandbox.Server
 	url    string
@@ -60,7 +60,7 @@ func (p *pageLog) triggers() int {
 	return strings.Count(p.buf.String(), `"event":"trigger"`)
 }
 
-func newWorld(t *testing.T, l *ledgertest.Ledger) *world {
+func newWorld(t *testing.T, l *ledgerdbtest.Ledger) *world {
 	sb := sandbox.New(sandbox.Options{})
 	srv := httptest.NewServer(sb)
 	t.Cleanup(srv.Close)
@@ -187,7 +187,7 @@ func outcome(t *testing.T, res *compensate.Result, key string) reconcile.Action 
 }
 
 func TestCompensationRefundsOnceAcrossRuns(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		d := w.duplicate("app:charge:0", 1250)
 		key := d.Actions[0].Key
@@ -221,7 +221,7 @@ func TestCompensationRefundsOnceAcrossRuns(t *testing.T) {
 }
 
 func TestPlanMakesNoExternalWrite(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		d := w.duplicate("app:charge:0", 1250)
 		w.effect("app:charge:1", 700, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, "")
@@ -244,7 +244,7 @@ func TestPlanMakesNoExternalWrite(t *testing.T) {
 }
 
 func TestConcurrentRunsMakeEachActionOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		var ds []reconcile.Discrepancy
 		for i := range 5 {
@@ -291,7 +291,7 @@ func TestConcurrentRunsMakeEachActionOnce(t *testing.T) {
 // second run has to take the action over and make it before the late call
 // lands.
 func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		fake := clock.NewFake(time.Now())
 		w.now = fake.Now
@@ -344,7 +344,7 @@ func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
 }
 
 func TestLookupDownDefersWithoutCallOrPage(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		w.effect("app:charge:0", 800, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, "") // older than the key TTL
 		w.sb.Inject(sandbox.Fault{Op: sandbox.OpSearch, Kind: sandbox.FaultUnavailable})
@@ -368,7 +368,7 @@ func TestLookupDownDefersWithoutCallOrPage(t *testing.T) {
 // The original key has expired at the provider and the effect did happen:
 // the lookup finds it, and no second charge is made.
 func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		made, err := w.client.CreatePaymentIntent(w.ctx, "app:charge:0", chargeRequest("app:charge:0", 800))
 		if err != nil {
@@ -392,7 +392,7 @@ func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
 // A redelivery whose key the provider knows with other parameters is
 // refused, never retried with new ones, and paged once.
 func TestKeyReusedWithOtherParametersIsRefused(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		if _, err := w.client.CreatePaymentIntent(w.ctx, "app:charge:0", chargeRequest("app:charge:0", 800)); err != nil {
 			t.Fatal(err)
@@ -415,7 +415,7 @@ func TestKeyReusedWithOtherParametersIsRefused(t *testing.T) {
 // A refund that fails in doubt (a 5xx every time) pages exactly once across
 // three runs, and its compensation is escalated.
 func TestRefundInDoubtPagesOnceAcrossRuns(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		d := w.duplicate("app:charge:0", 990)
 		key := d.Actions[0].Key
@@ -445,7 +445,7 @@ func TestRefundInDoubtPagesOnceAcrossRuns(t *testing.T) {
 // waits for the hung call to land at the sandbox (Landed), with a 10 s
 // deadline that fails the test, instead of sleeping past its delay.
 func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		w.client = w.newClient(200 * time.Millisecond)
 		d := w.duplicate("app:charge:0", 990)
@@ -488,7 +488,7 @@ func TestRefundTimeoutPagesOnceAndIsNotRepeated(t *testing.T) {
 }
 
 func TestBlastRadiusHoldsEveryActionAndPagesOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		var ds []reconcile.Discrepancy
 		for i := range 3 {
@@ -525,7 +525,7 @@ func TestBlastRadiusHoldsEveryActionAndPagesOnce(t *testing.T) {
 func TestRetrievalDownDefersTheRefund(t *testing.T) {
 	for _, kind := range []string{sandbox.FaultError500, sandbox.FaultLatency} {
 		t.Run(kind, func(t *testing.T) {
-			ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 				w := newWorld(t, l)
 				w.client = w.newClient(300 * time.Millisecond)
 				d := w.duplicate("app:charge:0", 1250)
@@ -555,7 +555,7 @@ func TestRetrievalDownDefersTheRefund(t *testing.T) {
 // The refund total a limit is checked against is a sum of money: it must
 // not wrap past int64 to a negative total that passes any limit.
 func TestBlastRadiusSumDoesNotWrap(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newWorld(t, l)
 		var ds []reconcile.Discrepancy
 		for i := range 2 {

@@ -16,7 +16,7 @@ import (
 	"reconcile"
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // receiver is a local stand-in for PagerDuty's Events API: it records the
@@ -71,7 +71,7 @@ func params(run string) *ledgerdb.EscalateParams {
 }
 
 func TestRaisePagesOnceAcrossRuns(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		r := newReceiver(t)
 		ctx := context.Background()
 		for _, run := range []string{"rec_1", "rec_2", "rec_3"} { // three nightly runs, each with its own handle
@@ -96,7 +96,7 @@ func TestRaisePagesOnceAcrossRuns(t *testing.T) {
 }
 
 func TestConcurrentReplicasPageOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		r := newReceiver(t)
 		var wg sync.WaitGroup
 		for i := range 8 {
@@ -116,7 +116,7 @@ func TestConcurrentReplicasPageOnce(t *testing.T) {
 }
 
 func TestFailedPageIsRetriedByTheNextRun(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		r := newReceiver(t)
 		r.fail.Store(int32(quick.Attempts)) // every try of the first run
 		store := l.Open(t, nil)
@@ -144,7 +144,7 @@ func TestFailedPageIsRetriedByTheNextRun(t *testing.T) {
 }
 
 func TestAcknowledgeAndResolveReachThePage(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		r := newReceiver(t)
 		store := l.Open(t, nil)
 		ctx := context.Background()

@@ -16,7 +16,7 @@ import (
 	"reconcile"
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // quick retries a page at once: the tests do not wait out real backoff.
@@ -49,7 +49,7 @@ func pagerDuty(url string) *escalate.PagerDuty {
 // A pager that answers 500 twice and then takes the page is paged within
 // the run: the escalation is marked paged, once.
 func TestPageIsRetriedWithinTheRun(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		url, requests, bodies := statusReceiver(t, 500, 500, 202)
 		store := l.Open(t, nil)
 		r := &escalate.Raiser{Store: store, Pager: pagerDuty(url), Owner: "test", Retry: quick}
@@ -68,7 +68,7 @@ func TestPageIsRetriedWithinTheRun(t *testing.T) {
 // vain; PageOpen reports it failed with the pager's words and no secret,
 // the ledger keeps it unpaged with its error, and the next run sends it.
 func TestRefusedPageIsReportedAndSentByTheNextRun(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		ctx := context.Background()
 		url, requests, _ := statusReceiver(t, 400)
 		store := l.Open(t, nil)
@@ -117,7 +117,7 @@ func TestRefusedPageIsReportedAndSentByTheNextRun(t *testing.T) {
 // When the pager is down, the first page gets its retries and the rest one
 // try each: a run with many escalations is not held up for minutes.
 func TestPagerDownIsRetriedForTheFirstPageOnly(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		ctx := context.Background()
 		url, requests, _ := statusReceiver(t, 503)
 		r := &escalate.Raiser{Store: l.Open(t, nil), Pager: pagerDuty(url), Owner: "test", Retry: quick, Hold: true}
@@ -148,7 +148,7 @@ func TestHangingPagerIsBoundedInTime(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) }) // runs first: the handler ends, then the server
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	r := &escalate.Raiser{Store: l.Open(t, nil), Pager: pagerDuty(srv.URL), Owner: "test", Hold: true,
 		Retry: escalate.Retry{Attempts: 3, Wait: time.Millisecond, Total: 200 * time.Millisecond}}
 	ctx := context.Background()

@@ -13,7 +13,7 @@ import (
 	"reconcile"
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // Secrets of the pagers in these tests: a PagerDuty routing key, and a
@@ -89,7 +89,7 @@ func TestFailedPageKeepsSecretsOutOfLogAndLedger(t *testing.T) {
 	}
 	for name, pager := range pagers {
 		t.Run(name, func(t *testing.T) {
-			ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 				store := l.Open(t, nil)
 				ctx := context.Background()
 				var logs bytes.Buffer

@@ -9,7 +9,7 @@ import (
 	"reconcile/clock"
 	"reconcile/compensate"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // waitLong bounds, in real time, a wait for a goroutine the fake clock
@@ -22,7 +22,7 @@ var t0 = time.Date(2026, 12, 1, 4, 30, 0, 0, time.UTC)
 // a second run that comes after the first lease would have run out, but
 // while the renewed one holds, is kept out.
 func TestRunLeaseIsRenewedByTheClock(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		ctx := context.Background()
 		fake := clock.NewFake(t0)
 		j := &Job{Store: l.Open(t, fake.Now), Clock: fake}
@@ -57,7 +57,7 @@ func TestRunLeaseIsRenewedByTheClock(t *testing.T) {
 // A run whose lease another run took over (its renewals did not get
 // through in time) stops at its next renewal: its context is cancelled.
 func TestARunWhoseLeaseWasTakenOverStops(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		ctx := context.Background()
 		fake := clock.NewFake(t0)
 		j := &Job{Store: l.Open(t, fake.Now), Clock: fake}
@@ -93,7 +93,7 @@ func TestARunWhoseLeaseWasTakenOverStops(t *testing.T) {
 // A run gives its lease back when it ends, so the next run need not wait
 // for the lease to run out.
 func TestAReleasedLeaseIsTakenAtOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		ctx := context.Background()
 		fake := clock.NewFake(t0)
 		j := &Job{Store: l.Open(t, fake.Now), Clock: fake}
@@ -117,7 +117,7 @@ func TestAReleasedLeaseIsTakenAtOnce(t *testing.T) {
 // A run that finds the lease held is skipped: it ingests nothing and
 // records no run, and says who holds the lease.
 func TestARunIsSkippedWhileAnotherHoldsTheLease(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		ctx := context.Background()
 		fake := clock.NewFake(t0)
 		store := l.Open(t, fake.Now)

@@ -12,7 +12,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/matcher"
 )
 
@@ -268,13 +268,13 @@ func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in
 // finds what one match over all of the data finds, however small the
 // partitions, on both ledgers.
 func TestPartitionedMatchEqualsOneMatch(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		r := rand.New(rand.NewPCG(11, uint64(len(l.Driver))))
 		for i := range 40 {
 			w, size := randomLedgerWorld(r), 1+r.IntN(4)
 			t.Run(fmt.Sprint(i), func(t *testing.T) {
 				t.Parallel()
-				w.checkPartitioned(t, ledgertest.New(t, l.Driver).Open(t, nil), size)
+				w.checkPartitioned(t, ledgerdbtest.New(t, l.Driver).Open(t, nil), size)
 			})
 		}
 	})

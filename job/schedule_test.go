@@ -19,7 +19,7 @@ import (
 
 	"reconcile/clock"
 	"reconcile/ingest"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 func everyMinute(t *testing.T) cron.Schedule {
@@ -51,7 +51,7 @@ func (s *slots) list() []time.Time {
 // Two schedulers on one ledger, replicas on one clock, run each slot
 // exactly once between them, and stop when their context ends.
 func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		fake := clock.NewFake(t0)
 		ctx, cancel := context.WithCancel(context.Background())
 		ran := &slots{}
@@ -85,7 +85,7 @@ func TestTwoSchedulersRunEachSlotOnce(t *testing.T) {
 // A run that lasts past the next slots makes them skipped, and says so:
 // the schedule picks up at the first slot after the run.
 func TestARunThatOverrunsSkipsTheSlotsItCovered(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	fake := clock.NewFake(t0)
 	var logs bytes.Buffer
 	j := &Job{Store: l.Open(t, fake.Now), Clock: fake, Owner: "one:1", Log: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -131,7 +131,7 @@ func TestARunThatOverrunsSkipsTheSlotsItCovered(t *testing.T) {
 // A schedule stopped while its run works (SIGTERM, as the command maps
 // it) ends that run, gives the run lease back, and returns.
 func TestAStoppedScheduleEndsItsRunAndGivesTheLeaseBack(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		fake := clock.NewFake(t0)
 		store := l.Open(t, fake.Now)
 		ctx, cancel := context.WithCancel(context.Background())

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"reconcile"
-	"reconcile/matcher"
 )
 
 // Store is the ledger. Methods take a context first and a params struct, and
@@ -111,9 +110,9 @@ type Store interface {
 	// still being attempted. An error from match stops the matching and is
 	// returned; the partitions recorded before it stay recorded.
 	MatchPartitions(ctx context.Context, p *MatchParams, match func(part *Partition) ([]Confirmation, error)) (*MatchSummary, error)
-	// RecordFindings writes a run's findings in one transaction, as
-	// p.Decide gives them: a finding row for each discrepancy other than
-	// confirmed, the state of every classified effect, and, for each
+	// RecordFindings writes a run's findings in one transaction, as the
+	// drivers' shared Decide gives them: a finding row for each discrepancy
+	// other than confirmed, the state of every classified effect, and, for each
 	// confirmed effect still attempted, its confirmation with the
 	// transaction's id, conditional on the row still being attempted so
 	// that a concurrent change by the application is never overwritten.
@@ -288,41 +287,6 @@ type FindingsParams struct {
 	Discrepancies []reconcile.Discrepancy
 }
 
-// Decided is what a run's findings write, decided by the matcher's rules
-// (matcher.IsFinal, matcher.ConfirmingID) once for both drivers, which
-// store it as it is.
-type Decided struct {
-	Findings []*reconcile.Discrepancy // a finding row each: those not confirmed, in order
-	States   []StateRow               // the state of each classified effect
-	Confirm  []Confirmation           // the attempted effects evidence confirmed, if still attempted
-}
-
-// StateRow is an effect's state as a run leaves it.
-type StateRow struct {
-	Key   string
-	Class reconcile.Class
-	Final bool // later runs read it again only if new evidence names it
-}
-
-// Decide turns the findings into the rows a driver writes.
-func (p *FindingsParams) Decide() *Decided {
-	out := &Decided{}
-	for i := range p.Discrepancies {
-		d := &p.Discrepancies[i]
-		if d.Class != reconcile.Confirmed {
-			out.Findings = append(out.Findings, d)
-		}
-		if d.EffectKey == "" {
-			continue
-		}
-		out.States = append(out.States, StateRow{Key: d.EffectKey, Class: d.Class, Final: matcher.IsFinal(d)})
-		if d.Class == reconcile.Confirmed && len(d.Transactions) == 1 {
-			out.Confirm = append(out.Confirm, Confirmation{Key: d.EffectKey, ExternalID: matcher.ConfirmingID(&d.Transactions[0])})
-		}
-	}
-	return out
-}
-
 // RunFinding is a finding with the run that made it.
 type RunFinding struct {
 	RunID string
@@ -389,30 +353,6 @@ type FindingsResult struct {
 	// Confirmed counts attempted effects that evidence confirmed and that
 	// are now confirmed with the transaction's id.
 	Confirmed int
-}
-
-// FindingRow is a discrepancy as the finding table stores it.
-type FindingRow struct {
-	Transactions []byte // JSON
-	Actions      []byte // JSON
-}
-
-// EncodeFinding turns a discrepancy's transactions and actions into JSON.
-func EncodeFinding(d *reconcile.Discrepancy) (FindingRow, error) {
-	txs, err := json.Marshal(d.Transactions)
-	if err != nil {
-		return FindingRow{}, err
-	}
-	acts, err := json.Marshal(d.Actions)
-	return FindingRow{Transactions: txs, Actions: acts}, err
-}
-
-// DecodeFinding fills a discrepancy's transactions and actions from JSON.
-func DecodeFinding(d *reconcile.Discrepancy, txs, acts []byte) error {
-	if err := json.Unmarshal(txs, &d.Transactions); err != nil {
-		return err
-	}
-	return json.Unmarshal(acts, &d.Actions)
 }
 
 // ParallelWriter is a Store on which several sources can be written at

@@ -17,48 +17,6 @@ type CoverageEnd struct {
 	End      time.Time
 }
 
-// CoveringWriter passes records on to a SourceWriter and keeps the
-// coverage of what it passed, as Coverage will read it back: times cut to
-// the precision the ledger stores them at.
-type CoveringWriter struct {
-	SourceWriter
-	precision time.Duration
-	ends      map[CoverageEnd]time.Time // by provider and kind (End zero)
-}
-
-// Cover returns a CoveringWriter over w for a ledger that stores times to
-// precision.
-func Cover(w SourceWriter, precision time.Duration) *CoveringWriter {
-	return &CoveringWriter{SourceWriter: w, precision: precision, ends: map[CoverageEnd]time.Time{}}
-}
-
-// Evidence implements SourceWriter.
-func (c *CoveringWriter) Evidence(e *reconcile.Evidence) error {
-	k := CoverageEnd{Provider: e.Provider, Kind: e.Kind}
-	if t := e.Time.UTC().Truncate(c.precision); t.After(c.ends[k]) {
-		c.ends[k] = t
-	} else if _, ok := c.ends[k]; !ok {
-		c.ends[k] = time.Time{}
-	}
-	return c.SourceWriter.Evidence(e)
-}
-
-// Ends returns the coverage, by provider and kind, as Coverage orders it.
-func (c *CoveringWriter) Ends() []CoverageEnd {
-	out := make([]CoverageEnd, 0, len(c.ends))
-	for k, end := range c.ends {
-		k.End = end
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Provider != out[j].Provider {
-			return out[i].Provider < out[j].Provider
-		}
-		return out[i].Kind < out[j].Kind
-	})
-	return out
-}
-
 // DefaultPartitionSize is about how many effects, and how many
 // transactions that link to no effect, one partition of a run holds: small
 // enough that a partition's matching stays within tens of megabytes, large
@@ -155,29 +113,6 @@ type MatchSummary struct {
 	// Spilled is how many bytes the partitions took on disk (Spill), at
 	// most twice that while they were cut.
 	Spilled int64
-}
-
-// PlainRequest is the request a driver hands over in a ScopedEffect: an
-// object of the request's "amount" and "currency" members, given as JSON
-// text (nil when the request lacks one), or whole, the request as it is,
-// when it is not a JSON object.
-func PlainRequest(amount, currency, whole *string) []byte {
-	if whole != nil {
-		return []byte(*whole)
-	}
-	b := make([]byte, 0, 48)
-	b = append(b, `{"amount":`...)
-	b = appendJSON(b, amount)
-	b = append(b, `,"currency":`...)
-	b = appendJSON(b, currency)
-	return append(b, '}')
-}
-
-func appendJSON(b []byte, v *string) []byte {
-	if v == nil {
-		return append(b, "null"...)
-	}
-	return append(b, *v...)
 }
 
 // Distributor is a ledger whose runs' partitions any process may match:

@@ -1,8 +1,6 @@
 package ledgerdb
 
 import (
-	"encoding/json"
-
 	"reconcile"
 )
 
@@ -44,91 +42,4 @@ type IngestResult struct {
 	// Coverage is what Coverage gives of the source written: the latest
 	// time of each provider's records of each kind, as stored.
 	Coverage []CoverageEnd
-}
-
-// batchSize is how many rows a driver writes at once.
-const batchSize = 5000
-
-// Batcher buffers one source's rows and hands them to a driver's flush
-// functions in batches, numbering them in the order they came (seq), so
-// that no two rows of a source share a key, however alike they are.
-type Batcher struct {
-	evidence []SeqEvidence
-	rejected []SeqRejected
-	seq      int
-	flushEv  func([]SeqEvidence) error
-	flushRej func([]SeqRejected) error
-}
-
-// SeqEvidence is an evidence record with its position in its source.
-type SeqEvidence struct {
-	Seq      int
-	Evidence *reconcile.Evidence
-	Metadata []byte // Evidence.Metadata as JSON, nil when empty
-}
-
-// SeqRejected is a rejected row with its position in its source.
-type SeqRejected struct {
-	Seq      int
-	Rejected *reconcile.Rejected
-}
-
-// NewBatcher returns a Batcher that flushes through the given functions.
-func NewBatcher(flushEv func([]SeqEvidence) error, flushRej func([]SeqRejected) error) *Batcher {
-	return &Batcher{flushEv: flushEv, flushRej: flushRej}
-}
-
-// Evidence implements SourceWriter.
-func (b *Batcher) Evidence(e *reconcile.Evidence) error {
-	b.seq++
-	var md []byte
-	if len(e.Metadata) > 0 {
-		var err error
-		if md, err = json.Marshal(e.Metadata); err != nil {
-			return err
-		}
-	}
-	cp := *e
-	b.evidence = append(b.evidence, SeqEvidence{Seq: b.seq, Evidence: &cp, Metadata: md})
-	if len(b.evidence) >= batchSize {
-		return b.flushEvidence()
-	}
-	return nil
-}
-
-// Reject implements SourceWriter.
-func (b *Batcher) Reject(r *reconcile.Rejected) error {
-	b.seq++
-	cp := *r
-	b.rejected = append(b.rejected, SeqRejected{Seq: b.seq, Rejected: &cp})
-	if len(b.rejected) >= batchSize {
-		return b.flushRejected()
-	}
-	return nil
-}
-
-// Flush writes what is buffered.
-func (b *Batcher) Flush() error {
-	if err := b.flushEvidence(); err != nil {
-		return err
-	}
-	return b.flushRejected()
-}
-
-func (b *Batcher) flushEvidence() error {
-	if len(b.evidence) == 0 {
-		return nil
-	}
-	err := b.flushEv(b.evidence)
-	b.evidence = b.evidence[:0]
-	return err
-}
-
-func (b *Batcher) flushRejected() error {
-	if len(b.rejected) == 0 {
-		return nil
-	}
-	err := b.flushRej(b.rejected)
-	b.rejected = b.rejected[:0]
-	return err
 }

@@ -34,7 +34,7 @@ type Location struct {
 func ParseURL(s string) (Location, error) {
 	switch {
 	case s == "":
-		p, err := DefaultSQLitePath()
+		p, err := defaultSQLitePath()
 		if err != nil {
 			return Location{}, err
 		}
@@ -75,9 +75,9 @@ func sqlitePath(orig, p string) (Location, error) {
 	return Location{Driver: SQLite, DSN: p}, nil
 }
 
-// DefaultSQLitePath is the embedded default ledger file:
+// defaultSQLitePath is the embedded default ledger file:
 // $XDG_DATA_HOME/reconcile/ledger.db, else ~/.local/share/reconcile/ledger.db.
-func DefaultSQLitePath() (string, error) {
+func defaultSQLitePath() (string, error) {
 	dir := os.Getenv("XDG_DATA_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()

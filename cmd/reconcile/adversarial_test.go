@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"reconcile"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/provider/sandbox"
 )
 
@@ -33,7 +33,7 @@ import (
 // the files a run reads.
 type hostile struct {
 	t   *testing.T
-	l   *ledgertest.Ledger
+	l   *ledgerdbtest.Ledger
 	sb  *sandbox.Server
 	url string
 	dir string
@@ -58,7 +58,7 @@ func (h *hostile) pagedAbout(s string) int {
 	return n
 }
 
-func newHostile(t *testing.T, l *ledgertest.Ledger) *hostile {
+func newHostile(t *testing.T, l *ledgerdbtest.Ledger) *hostile {
 	h := &hostile{t: t, l: l, sb: sandbox.New(sandbox.Options{}), dir: t.TempDir()}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.rewrite == nil || r.Header.Get("Authorization") != "Bearer sk_test_job" {
@@ -268,7 +268,7 @@ var dayAgo = time.Now().Add(-26 * time.Hour)
 // Case 1: a charge.succeeded line for customer B's charge, carrying A's
 // effect key and 0.01, must not refund B's 500.00.
 func TestAddedWebhookLineRefundsNoOtherCustomer(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		piA, _ := h.charge("a", "shop:charge:a", 50000)
 		piB, chB := h.charge("b", "shop:charge:b", 50000)
@@ -295,7 +295,7 @@ func TestAddedWebhookLineRefundsNoOtherCustomer(t *testing.T) {
 // Case 2: a report read while it is still being written, its last line
 // cut inside the effect-key column, must not link B's charge to A.
 func TestReportCutInTheEffectKeyMovesNoMoney(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		piA, _ := h.charge("a", "shop:charge:12", 50000)
 		piB, _ := h.charge("b", "shop:charge:123", 50000)
@@ -316,7 +316,7 @@ func TestReportCutInTheEffectKeyMovesNoMoney(t *testing.T) {
 // Case 3: an invented charge dated before the real one, for an effect with
 // no external id, must not be kept while the real one is refunded.
 func TestInventedEarlierChargeIsNotKept(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, _ := h.charge("a", "shop:charge:a", 50000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusAttempted, "", dayAgo, chargeReq("shop:charge:a", 50000))
@@ -336,7 +336,7 @@ func TestInventedEarlierChargeIsNotKept(t *testing.T) {
 // Case 4: a refund the application recorded and never made is redelivered
 // as the refund it is, never as a charge.
 func TestMissingRefundIsRedeliveredAsARefund(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, ch := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 10000))
@@ -368,7 +368,7 @@ func TestMissingRefundIsRedeliveredAsARefund(t *testing.T) {
 
 // Case 5: a refund made twice is never "compensated" by more refunds.
 func TestDuplicatedRefundGoesToAPerson(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, ch := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 10000))
@@ -392,7 +392,7 @@ func TestDuplicatedRefundGoesToAPerson(t *testing.T) {
 // Case 6: an invented event, or a test-mode one, does not mark an unpaid
 // order paid in the application's own row.
 func TestInventedEventDoesNotMarkAnOrderPaid(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, _ := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 10000))
@@ -417,7 +417,7 @@ func TestInventedEventDoesNotMarkAnOrderPaid(t *testing.T) {
 // Case 7: a lookup that finds a payment of another amount does not
 // confirm the effect.
 func TestLookupOfAnotherAmountDoesNotConfirm(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, _ := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 10000))
@@ -445,7 +445,7 @@ func TestLookupOfAnotherAmountDoesNotConfirm(t *testing.T) {
 // answered for another amount, or a redelivery answered with another
 // payment, is not applied.
 func TestProviderAnswerIsChecked(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, _ := h.charge("a", "shop:charge:a", 10000)
 		h.charge("a-retry", "shop:charge:a", 10000)
@@ -488,7 +488,7 @@ func TestProviderAnswerIsChecked(t *testing.T) {
 // Case 9: one row dated 2100 does not move the end of coverage, and so
 // does not turn every pending effect into a charge.
 func TestRowFromTheFutureDoesNotMoveCoverage(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, _ := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 10000))
@@ -538,7 +538,7 @@ func TestCompensationInDoubtIsNotSentAgain(t *testing.T) {
 		}, 1, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 				h := newHostile(t, l)
 				pi, _ := h.charge("a", "shop:charge:a", 10000)
 				_, ch := h.charge("a-retry", "shop:charge:a", 10000)

@@ -21,7 +21,7 @@ import (
 
 	"reconcile"
 	"reconcile/job"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/provider"
 	"reconcile/provider/sandbox"
 	"reconcile/report"
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 // (a crash before the call). The sandbox's own report is the input.
 type applyWorld struct {
 	t        *testing.T
-	l        *ledgertest.Ledger
+	l        *ledgerdbtest.Ledger
 	sb       *sandbox.Server
 	url      string
 	calls    atomic.Int64 // every HTTP request the sandbox served
@@ -57,7 +57,7 @@ type applyWorld struct {
 	later time.Duration
 }
 
-func newApplyWorld(t *testing.T, l *ledgertest.Ledger) *applyWorld {
+func newApplyWorld(t *testing.T, l *ledgerdbtest.Ledger) *applyWorld {
 	w := &applyWorld{t: t, l: l, sb: sandbox.New(sandbox.Options{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") {
@@ -246,10 +246,10 @@ func TestCrashAtEveryBoundaryMakesEachActionOnce(t *testing.T) {
 	requireFailpoints(t)
 	points := []string{"compensate:claimed", "compensate:called", "compensate:settled",
 		"redeliver:claimed", "redeliver:called", "redeliver:settled", "run:acted"}
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		for _, point := range points {
 			t.Run(point, func(t *testing.T) {
-				w := newApplyWorld(t, ledgertest.New(t, l.Driver))
+				w := newApplyWorld(t, ledgerdbtest.New(t, l.Driver))
 				if code, _, errOut := w.reconcile(point); code != -1 {
 					t.Fatalf("the run was not killed at %s: exit %d\n%s", point, code, errOut)
 				}
@@ -265,7 +265,7 @@ func TestCrashAtEveryBoundaryMakesEachActionOnce(t *testing.T) {
 // payment up before acting again, and does not charge twice.
 func TestCrashAfterCallThenKeyForgottenLooksUpFirst(t *testing.T) {
 	requireFailpoints(t)
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newApplyWorld(t, l)
 		if code, _, errOut := w.reconcile("redeliver:called"); code != -1 {
 			t.Fatalf("the run was not killed: exit %d\n%s", code, errOut)
@@ -280,7 +280,7 @@ func TestCrashAfterCallThenKeyForgottenLooksUpFirst(t *testing.T) {
 // every action once. The run lease is off, so that both runs act and the
 // claims alone keep each action single.
 func TestTwoRunsAtOnceMakeEachActionOnce(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newApplyWorld(t, l)
 		var wg sync.WaitGroup
 		for range 2 {
@@ -299,7 +299,7 @@ func TestTwoRunsAtOnceMakeEachActionOnce(t *testing.T) {
 // A second run on the same inputs makes no provider call and reports the
 // same findings, with the actions skipped.
 func TestSecondRunMakesNoProviderCall(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newApplyWorld(t, l)
 		code, first, errOut := w.reconcile("")
 		if code != 0 || first == nil {
@@ -342,7 +342,7 @@ func TestSecondRunMakesNoProviderCall(t *testing.T) {
 // The provider's own report after the repairs: the refunds and the
 // redeliveries are confirmed, and nothing is left to do.
 func TestSecondRoundOnTheProvidersNewReportConfirmsTheRepairs(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		w := newApplyWorld(t, l)
 		if code, _, errOut := w.reconcile(""); code != 0 {
 			t.Fatalf("first run exited %d: %s", code, errOut)
@@ -389,7 +389,7 @@ func compensationKeys(t *testing.T, w *applyWorld) []string {
 
 // Without STRIPE_API_KEY, --apply is a usage error and nothing runs.
 func TestApplyNeedsTheProviderKey(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	t.Setenv("STRIPE_API_KEY", "")
 	code, _, errOut := reconcileCmd(t, "run", "--apply", "--ledger", l.URL, writeFile(t, "x.itemized.csv", settlement))
 	if code != exitUsage || !strings.Contains(errOut, "STRIPE_API_KEY") {
@@ -405,7 +405,7 @@ func TestApplyNeedsTheProviderKey(t *testing.T) {
 // person finds it with `escalations` and `show`, and closes it with
 // `resolve`, which resolves the page too.
 func TestOnCallFindsShowsAndResolvesAnEscalation(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	w := newApplyWorld(t, l)
 	w.sb.Inject(sandbox.Fault{Op: sandbox.OpRefund, Key: "", Kind: sandbox.FaultError500})
 	var mu sync.Mutex

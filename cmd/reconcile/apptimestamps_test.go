@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/xuri/excelize/v2"
 
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // appTimestamps are the ways an application writes created_at and
@@ -29,7 +29,7 @@ var appTimestamps = map[string][]string{
 
 // appDB is the application's own connection to its ledger: plain SQL,
 // nothing of ours.
-func appDB(t *testing.T, l *ledgertest.Ledger) func(query string, args ...any) {
+func appDB(t *testing.T, l *ledgerdbtest.Ledger) func(query string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	if path, ok := strings.CutPrefix(l.URL, "sqlite:"); ok {
@@ -64,7 +64,7 @@ func appDB(t *testing.T, l *ledgertest.Ledger) func(query string, args ...any) {
 // repairs what needs repairing on it, once, and show and export read every
 // row, on both ledgers.
 func TestApplyShowAndExportOnALedgerWrittenByAnApplication(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		exec := appDB(t, l)
 		insert := func(key, status, extID, form, request string) {

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"reconcile/fixtures"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // startWorkers starts n `reconcile worker` processes on the ledger at url,
@@ -156,7 +156,7 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 	// them), with their partitions matched by processes worker processes
 	// (0: the run alone); before, when it is set, while the first run waits.
 	nights := func(t *testing.T, processes int, before func(url string)) (result, state string) {
-		l := ledgertest.New(t, "postgres")
+		l := ledgerdbtest.New(t, "postgres")
 		if err := l.Open(t, nil).LoadEffects(context.Background(), world.Effects); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 // Workers share a PostgreSQL ledger: on SQLite, --distribute and `reconcile
 // worker` are refused before anything is read or written.
 func TestDistributingNeedsPostgreSQL(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	report := writeFile(t, "2026-11-01.itemized.csv", settlement)
 	for _, args := range [][]string{{"run", "--distribute", "--ledger", l.URL, report}, {"worker", "--ledger", l.URL}} {
 		code, _, errOut := reconcileCmd(t, args...)
@@ -249,7 +249,7 @@ func firstDifference(want, got string) string {
 func TestDistributedRunMakesEachActionOnce(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
-			w := newApplyWorld(t, ledgertest.New(t, "postgres"))
+			w := newApplyWorld(t, ledgerdbtest.New(t, "postgres"))
 			startWorkers(t, w.l.URL, n-1)
 			code, r, errOut := w.reconcile("", "--distribute", "--partition-size", "2")
 			if code != 0 || r == nil {
@@ -265,7 +265,7 @@ func TestDistributedRunMakesEachActionOnce(t *testing.T) {
 	// staged tables and the workers: each partition is its own run's, and
 	// each action is still made once.
 	t.Run("two runs at once", func(t *testing.T) {
-		w := newApplyWorld(t, ledgertest.New(t, "postgres"))
+		w := newApplyWorld(t, ledgerdbtest.New(t, "postgres"))
 		startWorkers(t, w.l.URL, 2)
 		var wg sync.WaitGroup
 		for range 2 {

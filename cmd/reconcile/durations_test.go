@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // A duration flag that makes no sense is a usage error that names it,
 // before anything is taken: `--lease 0` once took the run lease with no
 // deadline and panicked holding it, and every later run was skipped.
 func TestBadDurationsAreUsageErrors(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	l.Open(t, nil) // migrated
 	report := writeFile(t, "itemized.csv", "balance_transaction_id,created_utc,source_id,reporting_category,currency,gross,fee,net\n")
 	for _, flag := range []string{"--lease=0", "--lease=-1m", "--provider-timeout=0", "--key-ttl=0", "--key-ttl=-1h", "--lag=-1h",

@@ -11,15 +11,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/ledgerdb/postgres"
 )
 
 // roleLedger is a PostgreSQL ledger whose URL connects as a role given
 // exactly the documented grants (postgres.Grants, which the README shows):
 // the application's rows are written through Open, as the schema's owner.
-func roleLedger(t *testing.T) *ledgertest.Ledger {
-	l := ledgertest.New(t, "postgres")
+func roleLedger(t *testing.T) *ledgerdbtest.Ledger {
+	l := ledgerdbtest.New(t, "postgres")
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, l.URL)
 	if err != nil {
@@ -39,7 +39,7 @@ func roleLedger(t *testing.T) *ledgertest.Ledger {
 		t.Fatal(err)
 	}
 	u.User = url.User(role)
-	return &ledgertest.Ledger{Driver: "postgres", URL: u.String(), Open: l.Open}
+	return &ledgerdbtest.Ledger{Driver: "postgres", URL: u.String(), Open: l.Open}
 }
 
 // A run --apply as the job's least-privileged role refunds the duplicates

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // bytesReport is a Stripe itemized report whose line 3 holds a Latin-1 é
@@ -25,7 +25,7 @@ const bytesReport = "balance_transaction_id,created_utc,currency,gross,fee,net,r
 // escaped, and a run over the same ledger reads them back.
 func TestHostileBytesAreRejectedRowsOnBothLedgers(t *testing.T) {
 	t.Parallel()
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		seedLedger(t, l.URL)
 		path := writeFile(t, "bytes.itemized.csv", bytesReport)
 		code, out, errOut := reconcileCmd(t, "ingest", "--ledger", l.URL, "--json", "-", path)

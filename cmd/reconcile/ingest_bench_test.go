@@ -16,7 +16,7 @@ import (
 	"reconcile/fixtures"
 	"reconcile/ingest"
 	"reconcile/job"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // BenchmarkIngest ingests a generated Stripe itemized report into a fresh
@@ -63,7 +63,7 @@ func BenchmarkIngest(b *testing.B) {
 				var in *ingest.Input
 				for b.Loop() {
 					b.StopTimer()
-					store := ledgertest.New(b, "postgres").Open(b, nil)
+					store := ledgerdbtest.New(b, "postgres").Open(b, nil)
 					b.StartTimer()
 					var err error
 					if in, err = (&job.Job{Store: store}).Ingest(context.Background(), src, &ingest.Options{}, false, new(job.RejectedList).Collect(0)); err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"reconcile"
 	"reconcile/fixtures"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // A world whose effects live at Stripe, Adyen, PayPal and a bank, in
@@ -23,10 +23,10 @@ import (
 // chargebacks of its charge that no effect made. The Adyen reports give
 // their zones only in their own TimeZone column: no flag says more.
 func TestMultiFormatWorldRunsAsBuilt(t *testing.T) {
-	ledgertest.Each(t, testMultiFormatWorld)
+	ledgerdbtest.Each(t, testMultiFormatWorld)
 }
 
-func testMultiFormatWorld(t *testing.T, l *ledgertest.Ledger) {
+func testMultiFormatWorld(t *testing.T, l *ledgerdbtest.Ledger) {
 	const seed = 11
 	w := fixtures.NewMultiWorld(400, fixtures.CaseRates, seed)
 	if err := l.Open(t, nil).LoadEffects(context.Background(), w.Effects); err != nil {

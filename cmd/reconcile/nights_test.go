@@ -15,7 +15,7 @@ import (
 
 	"reconcile"
 	"reconcile/ingest/s3test"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // pagerDuty is a local PagerDuty Events API v2 receiver: it counts the
@@ -80,11 +80,11 @@ func TestAResolutionSticksAcrossNights(t *testing.T) {
 	t.Setenv("RECONCILE_PAGER_ROUTING_KEY", "R0UT1NGKEY0000000000000000000000")
 	t.Setenv("STRIPE_API_KEY", "sk_test_unused") // nothing here calls the provider
 	for _, driver := range []string{"sqlite", "postgres"} {
-		t.Run(driver, func(t *testing.T) { testResolutionSticks(t, ledgertest.New(t, driver)) })
+		t.Run(driver, func(t *testing.T) { testResolutionSticks(t, ledgerdbtest.New(t, driver)) })
 	}
 }
 
-func testResolutionSticks(t *testing.T, l *ledgertest.Ledger) {
+func testResolutionSticks(t *testing.T, l *ledgerdbtest.Ledger) {
 	{
 		pd, pdURL := newPagerDuty(t)
 		created := time.Now().Add(-72 * time.Hour).UTC()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"reconcile"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // `show --json FILE` and `escalations --json FILE` write snake_case JSON,
@@ -16,7 +16,7 @@ import (
 // 0001-01-01), to a file or (-) to stdout, and never over a file that is
 // not theirs.
 func TestOnCallJSONIsSnakeCaseWithNullTimes(t *testing.T) {
-	h := newHostile(t, ledgertest.New(t, "sqlite"))
+	h := newHostile(t, ledgerdbtest.New(t, "sqlite"))
 	pi, _ := h.charge("a", "shop:charge:a", 1000)
 	h.effect("shop:charge:a", "charge", reconcile.StatusAttempted, pi, dayAgo, chargeReq("shop:charge:a", 1000))
 	code, out, errOut := reconcileCmd(t, "show", "shop:charge:a", "--json", "-", "--ledger", h.l.URL)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // `reconcile run --json *.itemized.csv` once took the first file as the
@@ -14,7 +14,7 @@ import (
 // of the command, nor an existing file that is not an earlier output of
 // its kind; that is a usage error, and nothing runs.
 func TestOutputsNeverOverwriteInputs(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	l.Open(t, nil)
 	dir := t.TempDir()
 	const report = "balance_transaction_id,created_utc,source_id,reporting_category,currency,gross,fee,net\n"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"reconcile/escalate"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/report"
 )
 
@@ -115,7 +115,7 @@ func eventsV2Problem(ev map[string]any) string {
 // pagedWorld is applyWorld with a charge no effect of ours made (unexpected
 // money, paged with --page-unexpected), and the provider's report of it.
 func pagedWorld(t *testing.T) *applyWorld {
-	w := newApplyWorld(t, ledgertest.New(t, "sqlite"))
+	w := newApplyWorld(t, ledgerdbtest.New(t, "sqlite"))
 	w.retryWithFreshKey("shop_9:charge:0", 5000)
 	var buf bytes.Buffer
 	if err := w.sb.ExportItemized(&buf); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"reconcile/job"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // badRows is a Stripe itemized report of two good rows and n rows whose
@@ -60,7 +60,7 @@ func TestRejectedRowsAreCountedExactlyAndListedWithinABound(t *testing.T) {
 	}
 	check("ingest --check", &r)
 
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		path := filepath.Join(t.TempDir(), "result.json")
 		if code, _, errOut := reconcileCmd(t, "run", "--ledger", l.URL, "--json", path, report); code != exitPerson { // two unexpected charges
 			t.Fatalf("run exited %d: %s", code, errOut)

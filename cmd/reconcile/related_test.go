@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"reconcile"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // A refund a person made in the Stripe dashboard names our charge in its
@@ -17,7 +17,7 @@ import (
 // exits 0, the refund shows with its charge's effect, and an extra charge
 // a person already refunded in full is not refunded again.
 func TestDashboardRefundsOfOurChargesAreNotUnexpected(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		piA, chA := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, piA, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:a", 10000))
@@ -52,7 +52,7 @@ func TestDashboardRefundsOfOurChargesAreNotUnexpected(t *testing.T) {
 // job (a second refund would fail or take the rest without a decision):
 // a person decides.
 func TestPartlyRefundedExtraChargeGoesToAPerson(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, _ := h.charge("c", "shop:charge:c", 9000)
 		_, ch := h.charge("c-retry", "shop:charge:c", 9000)
@@ -86,7 +86,7 @@ func (h *hostile) related(r *hostileResult, key string) []string {
 // the application's call seemed to fail): redelivering it could refund the
 // customer twice. A person decides.
 func TestMissingRefundOfAChargeRefundedByHandGoesToAPerson(t *testing.T) {
-	ledgertest.Each(t, func(t *testing.T, l *ledgertest.Ledger) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 		h := newHostile(t, l)
 		pi, ch := h.charge("a", "shop:charge:a", 10000)
 		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:a", 10000))

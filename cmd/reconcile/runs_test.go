@@ -12,7 +12,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // `reconcile runs` lists the runs newest first, with what each found and
@@ -21,7 +21,7 @@ import (
 // `export --run latest` takes the newest run that finished.
 func TestRunsListsTheLatestRunsAndExportTakesTheLatest(t *testing.T) {
 	t.Parallel()
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	seedLedger(t, l.URL)
 	dir := t.TempDir()
 	input := writeFile(t, "2026-11-01.itemized.csv", settlement)

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"reconcile/ingest/s3test"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // A nightly run over an S3 prefix reads only the objects that are new since
 // the last run: the ones ingested before are known by their ETag.
 func TestRunOverS3ReadsOnlyNewObjects(t *testing.T) {
 	s3test.Start(t) // sets the environment: not parallel
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	second := strings.Replace(settlement, "txn_8,2026-11-03", "txn_9,2026-11-03", 1)
 	s3test.Put(t, "finance", map[string][]byte{"stripe/2026-11-01.itemized.csv": []byte(settlement)})
 	run := func() runResult {

@@ -14,14 +14,14 @@ import (
 
 	"reconcile/job"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // While a run holds the ledger's run lease, another run skips and changes
 // nothing.
 func TestRunSkipsWhileAnotherHoldsTheLease(t *testing.T) {
 	t.Parallel()
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	store := l.Open(t, nil)
 	ctx := context.Background()
 	if _, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: "cron-host:42", TTL: time.Minute}); err != nil {
@@ -45,7 +45,7 @@ func TestRunSkipsWhileAnotherHoldsTheLease(t *testing.T) {
 // package job, on a fake clock.)
 func TestScheduleStopsCleanlyOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	cmd := exec.Command(os.Args[0], "schedule", "--cron", "0 4 1 1 *", "--ledger", l.URL, writeFile(t, "s.itemized.csv", settlement))
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	stderr, err := cmd.StderrPipe()

@@ -12,7 +12,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/ledgerdb/postgres/pgtest"
 )
 
@@ -143,7 +143,7 @@ func checkTerminal(t *testing.T, what, out string) {
 
 func TestOnCallTablesEscapeControlCharacters(t *testing.T) {
 	t.Parallel()
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	store := l.Open(t, nil)
 	ctx := context.Background()
 	key := "run_1:charge:0" + forged

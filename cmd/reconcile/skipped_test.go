@@ -12,7 +12,7 @@ import (
 
 	"reconcile/job"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/report"
 )
 
@@ -22,7 +22,7 @@ import (
 // would read as tonight's.
 func TestSkippedRunSaysSoInItsJSONResult(t *testing.T) {
 	t.Parallel()
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	ctx := context.Background()
 	holder := "cron-host:4242:rec_20261129T043000Z_aaaaaa"
 	if _, err := l.Open(t, nil).Claim(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: holder, TTL: time.Hour}); err != nil {

@@ -8,13 +8,13 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // The on-call tables fit a terminal: a long reason is cut, and no line
 // ends in padding.
 func TestOnCallTablesFitATerminal(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	store := l.Open(t, nil)
 	long := strings.Repeat("the provider answered something long and detailed; ", 12)
 	if _, err := store.Escalate(context.Background(), &ledgerdb.EscalateParams{Key: "shop:charge:1:escalate:mismatched", Subject: "shop:charge:1",

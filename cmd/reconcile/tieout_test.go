@@ -9,14 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
-	"reconcile/ledgerdb/ledgertest"
+	"reconcile/ledgerdb/ledgerdbtest"
 )
 
 // The result carries what finance ties out against the payout and the bank
 // statement: each input's gross and fees per currency and kind, and the
 // money of the effects the run confirmed.
 func TestResultCarriesTheTieOut(t *testing.T) {
-	l := ledgertest.New(t, "sqlite")
+	l := ledgerdbtest.New(t, "sqlite")
 	at := time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 	var effects []reconcile.Effect
 	for _, k := range []string{"shop:charge:1", "shop:charge:2"} {

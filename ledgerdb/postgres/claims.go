@@ -10,6 +10,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 const claimCols = `key, owner, fence, state, lease_until, result, error, claimed_at, settled_at`
@@ -87,7 +88,7 @@ func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.
 			if err != nil {
 				return err
 			}
-			res = ledgerdb.Unclaimable(cur, now)
+			res = driver.Unclaimable(cur, now)
 			return nil
 		})
 		if err != nil {
@@ -116,7 +117,7 @@ func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.
 	if err != nil {
 		return nil, fmt.Errorf("renew %s: %w", p.Key, err)
 	}
-	return ledgerdb.Unwritten(cur, p.Fence)
+	return driver.Unwritten(cur, p.Fence)
 }
 
 // Settle implements ledgerdb.Store. The write is conditional on the fence
@@ -124,7 +125,7 @@ func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.
 // transaction reads the row under lock to say why and, for a superseded
 // success, records the orphan.
 func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
-	state, result, errText := ledgerdb.SettleValues(p)
+	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now()
@@ -147,13 +148,13 @@ func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcil
 		if err != nil {
 			return err
 		}
-		if res, err = ledgerdb.Unwritten(cur, p.Fence); err != nil {
+		if res, err = driver.Unwritten(cur, p.Fence); err != nil {
 			return err
 		}
 		if !p.Success {
 			return nil
 		}
-		o := ledgerdb.NewOrphan(cur, p, now)
+		o := driver.NewOrphan(cur, p, now)
 		if err := tx.QueryRow(ctx, `
 			INSERT INTO orphan (key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,

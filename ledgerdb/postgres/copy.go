@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"reconcile"
-	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // copyBatch is how many rows the parser hands to the COPY at a time.
@@ -100,7 +100,7 @@ type evidenceWriter struct {
 	source   int64
 	seq      int
 	batch    [][]any
-	rejected []ledgerdb.SeqRejected
+	rejected []driver.SeqRejected
 }
 
 // Evidence implements ledgerdb.SourceWriter.
@@ -126,7 +126,7 @@ func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
 func (w *evidenceWriter) Reject(r *reconcile.Rejected) error {
 	w.seq++
 	cp := *r
-	w.rejected = append(w.rejected, ledgerdb.SeqRejected{Seq: w.seq, Rejected: &cp})
+	w.rejected = append(w.rejected, driver.SeqRejected{Seq: w.seq, Rejected: &cp})
 	return nil
 }
 

@@ -186,7 +186,7 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 
 // stage copies the run's partitions from the spill into the staged
 // rows, for any process to read, and says how many there are. An
-// effect's request is staged as the matcher reads it (ledgerdb.PlainRequest).
+// effect's request is staged as the matcher reads it (driver.PlainRequest).
 func (m *matching) stage(ctx context.Context, tx pgx.Tx, count int) error {
 	run := m.p.RunID
 	for i := range count {

@@ -10,6 +10,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth`
@@ -59,7 +60,7 @@ func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*l
 // recordAttempt inserts an attempted effect, or returns the row when it
 // records the same attempt.
 func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
-	req, err := ledgerdb.CanonicalJSON(p.Request)
+	req, err := driver.CanonicalJSON(p.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now
 	if e, err = scanEffect(q.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, p.Key)); err != nil {
 		return nil, err
 	}
-	return ledgerdb.SameAttempt(e, p, req)
+	return driver.SameAttempt(e, p, req)
 }
 
 // Confirm implements ledgerdb.Store.
@@ -102,7 +103,7 @@ func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconc
 	if err != nil {
 		return nil, err
 	}
-	return ledgerdb.AlreadyConfirmed(cur, p.ExternalID)
+	return driver.AlreadyConfirmed(cur, p.ExternalID)
 }
 
 // Abandon implements ledgerdb.Store.
@@ -117,7 +118,7 @@ func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconc
 	if err != nil {
 		return nil, err
 	}
-	return ledgerdb.AlreadyAbandoned(cur)
+	return driver.AlreadyAbandoned(cur)
 }
 
 // Effect implements ledgerdb.Store.

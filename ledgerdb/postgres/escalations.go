@@ -11,6 +11,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note, acknowledged_at, acknowledged_by`
@@ -86,7 +87,7 @@ func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) 
 	if e, err = scanEscalation(s.pool.QueryRow(ctx, `SELECT `+escalationCols+` FROM escalation WHERE key = $1`, p.Key)); err != nil {
 		return nil, fmt.Errorf("acknowledge %s: %w", p.Key, err)
 	}
-	return ledgerdb.Acknowledged(e)
+	return driver.Acknowledged(e)
 }
 
 // MarkPaged implements ledgerdb.Store.
@@ -132,7 +133,7 @@ func (s *Store) Resolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledger
 			p.EffectKey, string(reconcile.ClassResolved), now); err != nil {
 			return err
 		}
-		switch status, ext := ledgerdb.ResolvedStatus(e, p); status {
+		switch status, ext := driver.ResolvedStatus(e, p); status {
 		case reconcile.StatusAbandoned:
 			e, err = scanEffect(tx.QueryRow(ctx, `UPDATE effect SET status = 'abandoned' WHERE key = $1 RETURNING `+effectCols, p.EffectKey))
 		case reconcile.StatusConfirmed:
@@ -205,7 +206,7 @@ func (s *Store) EffectFindings(ctx context.Context, effectKey string) ([]ledgerd
 			return f, err
 		}
 		f.At, f.Class = f.At.UTC(), reconcile.Class(class)
-		return f, ledgerdb.DecodeFinding(&f.Discrepancy, txs, actns)
+		return f, driver.DecodeFinding(&f.Discrepancy, txs, actns)
 	})
 }
 

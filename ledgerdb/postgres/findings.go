@@ -9,6 +9,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // LinkedEvidence implements ledgerdb.Store. Each comparison names the
@@ -26,7 +27,7 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 // to COPY as they are encoded, not gathered first: a run of ten million
 // effects has hundreds of thousands of findings.
 func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
-	res, dec := &ledgerdb.FindingsResult{}, p.Decide()
+	res, dec := &ledgerdb.FindingsResult{}, driver.Decide(p)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now()
 		keys, ids := make([]string, len(dec.Confirm)), make([]string, len(dec.Confirm))
@@ -42,7 +43,7 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
 			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromSlice(len(dec.Findings), func(i int) ([]any, error) {
 			d := dec.Findings[i]
-			row, err := ledgerdb.EncodeFinding(d)
+			row, err := driver.EncodeFinding(d)
 			return []any{p.RunID, i + 1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
 				d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason}, err
 		})); err != nil {
@@ -90,7 +91,7 @@ func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrep
 			return d, err
 		}
 		d.Class = reconcile.Class(class)
-		return d, ledgerdb.DecodeFinding(&d, txs, actns)
+		return d, driver.DecodeFinding(&d, txs, actns)
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // Coverage implements ledgerdb.Store.
@@ -38,7 +39,7 @@ func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.Cov
 
 // MatchPartitions implements ledgerdb.Store. It works on connections of
 // its own: one fetches, into temporary tables that vanish with it (see
-// match_sql.go) and from them into a ledgerdb.Spill; the other records,
+// match_sql.go) and from them into a driver.Spill; the other records,
 // so that the next partition is read and the last recorded while match
 // classifies this one.
 func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
@@ -63,7 +64,7 @@ type matching struct {
 	now  time.Time
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// spill holds the run's partitions, as prepare cut them.
-	spill *ledgerdb.Spill
+	spill *driver.Spill
 	// staged is the run id when the partitions are read from the run's
 	// staged rows (distribute.go), not from the spill.
 	staged  string
@@ -204,7 +205,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 // cut reads every effect in scope (from the query scope) and every record
 // into a Spill, which cuts them into partitions.
 func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope string, sources []int64, linkKinds []string) error {
-	spill, err := ledgerdb.NewSpill()
+	spill, err := driver.NewSpill()
 	if err != nil {
 		return err
 	}
@@ -324,7 +325,7 @@ func (m *matching) scanEffect(rows pgx.Rows) (*ledgerdb.ScopedEffect, error) {
 	}
 	e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
 	e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
-	e.Request = ledgerdb.PlainRequest(amount, currency, whole)
+	e.Request = driver.PlainRequest(amount, currency, whole)
 	if since != nil {
 		e.Since = since.UTC()
 	}

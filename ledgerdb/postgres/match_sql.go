@@ -2,7 +2,7 @@ package postgres
 
 // The statements of MatchPartitions, in the order they run. The ledger
 // fetches, by keys, what a run needs, and the run reads it once into a
-// ledgerdb.Spill, which cuts it into partitions. Over temporary tables:
+// driver.Spill, which cuts it into partitions. Over temporary tables:
 //
 //	m_eff    the effects in scope, with what the matcher reads of them
 //	m_early  the earlier records that name an effect in scope

@@ -19,6 +19,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 //go:embed migrations/*.sql
@@ -98,13 +99,13 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 				reconcile.ErrSchema, s.where, schema)
 		}
 	}
-	return ledgerdb.Check(s.where, migrations(), applied)
+	return driver.Check(s.where, migrations(), applied)
 }
 
 // Migrate implements ledgerdb.Store. An advisory lock per schema makes two
 // processes that migrate at once take turns.
 func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
-	known, err := ledgerdb.LoadMigrations(migrations())
+	known, err := driver.LoadMigrations(migrations())
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 		if err != nil {
 			return err
 		}
-		pending, err := ledgerdb.Pending(known, have)
+		pending, err := driver.Pending(known, have)
 		if err != nil {
 			return err
 		}
@@ -181,7 +182,7 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
+func applied(ctx context.Context, q querier) ([]driver.Applied, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migration') IS NOT NULL`).Scan(&exists); err != nil {
 		return nil, err
@@ -193,8 +194,8 @@ func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.Applied, error) {
-		var a ledgerdb.Applied
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.Applied, error) {
+		var a driver.Applied
 		err := r.Scan(&a.Version, &a.Checksum)
 		return a, err
 	})

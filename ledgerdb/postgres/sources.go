@@ -12,6 +12,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // FindSource implements ledgerdb.Store.
@@ -43,7 +44,7 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 		id := res.SourceID
 		stream, wait := copyInto(ctx, tx, "evidence", evidenceCopyCols)
 		w := &evidenceWriter{stream: stream, source: id, batch: make([][]any, 0, copyBatch)}
-		cw := ledgerdb.Cover(w, time.Microsecond)
+		cw := driver.Cover(w, time.Microsecond)
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()
 		if err == nil {

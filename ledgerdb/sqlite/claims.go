@@ -9,6 +9,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 const claimCols = `key, owner, fence, state, lease_until, result, error, claimed_at, settled_at`
@@ -82,7 +83,7 @@ func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.
 		if c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, p.Key)); err != nil {
 			return err
 		}
-		if res = ledgerdb.Unclaimable(c, now); res == nil {
+		if res = driver.Unclaimable(c, now); res == nil {
 			return fmt.Errorf("claim %s is %s and was not taken: this is a bug", p.Key, c.State)
 		}
 		return nil
@@ -111,7 +112,7 @@ func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.
 		if c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, p.Key)); err != nil {
 			return err
 		}
-		res, err = ledgerdb.Unwritten(c, p.Fence)
+		res, err = driver.Unwritten(c, p.Fence)
 		return err
 	})
 	if err != nil {
@@ -124,7 +125,7 @@ func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.
 // the claim being held; when it changes nothing, the same transaction says
 // why and, for a superseded success, records the orphan.
 func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
-	state, result, errText := ledgerdb.SettleValues(p)
+	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -146,10 +147,10 @@ func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcil
 		if c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, p.Key)); err != nil {
 			return err
 		}
-		if res, err = ledgerdb.Unwritten(c, p.Fence); err != nil || !p.Success {
+		if res, err = driver.Unwritten(c, p.Fence); err != nil || !p.Success {
 			return err
 		}
-		o := ledgerdb.NewOrphan(c, p, now)
+		o := driver.NewOrphan(c, p, now)
 		if err := tx.QueryRowContext(ctx, `
 			INSERT INTO orphan (key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,

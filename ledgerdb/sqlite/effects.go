@@ -9,6 +9,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth`
@@ -59,7 +60,7 @@ func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*l
 // recordAttempt inserts an attempted effect, or returns the row when it
 // records the same attempt.
 func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
-	req, err := ledgerdb.CanonicalJSON(p.Request)
+	req, err := driver.CanonicalJSON(p.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now
 	if e, err = scanEffect(q.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
 		return nil, err
 	}
-	return ledgerdb.SameAttempt(e, p, req)
+	return driver.SameAttempt(e, p, req)
 }
 
 // Confirm implements ledgerdb.Store.
@@ -96,7 +97,7 @@ func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconc
 		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
 			return err
 		}
-		out, err = ledgerdb.AlreadyConfirmed(e, p.ExternalID)
+		out, err = driver.AlreadyConfirmed(e, p.ExternalID)
 		return err
 	})
 	return out, err
@@ -116,7 +117,7 @@ func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconc
 		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
 			return err
 		}
-		out, err = ledgerdb.AlreadyAbandoned(e)
+		out, err = driver.AlreadyAbandoned(e)
 		return err
 	})
 	return out, err

@@ -8,6 +8,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note, acknowledged_at, acknowledged_by`
@@ -96,7 +97,7 @@ func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) 
 		if e, err = scanEscalation(tx.QueryRowContext(ctx, `SELECT `+escalationCols+` FROM escalation WHERE key = ?`, p.Key)); err != nil {
 			return err
 		}
-		out, err = ledgerdb.Acknowledged(e)
+		out, err = driver.Acknowledged(e)
 		return err
 	})
 	if err != nil {
@@ -157,7 +158,7 @@ func (s *Store) Resolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledger
 			p.EffectKey, string(reconcile.ClassResolved), now); err != nil {
 			return err
 		}
-		switch status, ext := ledgerdb.ResolvedStatus(e, p); status {
+		switch status, ext := driver.ResolvedStatus(e, p); status {
 		case reconcile.StatusAbandoned:
 			e, err = scanEffect(tx.QueryRowContext(ctx, `UPDATE effect SET status = 'abandoned' WHERE key = ? RETURNING `+effectCols, p.EffectKey))
 		case reconcile.StatusConfirmed:
@@ -236,7 +237,7 @@ func (s *Store) EffectFindings(ctx context.Context, effectKey string) ([]ledgerd
 		if f.At, err = parseTS(at); err != nil {
 			return nil, err
 		}
-		if err := ledgerdb.DecodeFinding(&f.Discrepancy, []byte(txs), []byte(actns)); err != nil {
+		if err := driver.DecodeFinding(&f.Discrepancy, []byte(txs), []byte(actns)); err != nil {
 			return nil, err
 		}
 		out = append(out, f)

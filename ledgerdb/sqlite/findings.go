@@ -8,6 +8,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // jsonList passes a list as one JSON array parameter, read in SQL with
@@ -56,9 +57,9 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 			return err
 		}
 		defer confirm.Close()
-		dec := p.Decide()
+		dec := driver.Decide(p)
 		for i, d := range dec.Findings {
-			row, err := ledgerdb.EncodeFinding(d)
+			row, err := driver.EncodeFinding(d)
 			if err != nil {
 				return err
 			}
@@ -107,7 +108,7 @@ func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrep
 			return nil, err
 		}
 		d.Class = reconcile.Class(class)
-		if err := ledgerdb.DecodeFinding(&d, []byte(txs), []byte(actns)); err != nil {
+		if err := driver.DecodeFinding(&d, []byte(txs), []byte(actns)); err != nil {
 			return nil, err
 		}
 		out = append(out, d)

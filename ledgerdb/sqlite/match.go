@@ -11,6 +11,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // Coverage implements ledgerdb.Store.
@@ -70,7 +71,7 @@ type matching struct {
 	hook map[int64]bool    // the sources whose records are webhook events
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
 	// spill holds the run's partitions, as prepare cut them.
-	spill *ledgerdb.Spill
+	spill *driver.Spill
 }
 
 func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
@@ -150,7 +151,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 // query records, of the run's sources and the kinds that link) into a
 // Spill, which cuts them into partitions.
 func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, records, sources, linkKinds string) error {
-	spill, err := ledgerdb.NewSpill()
+	spill, err := driver.NewSpill()
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, r
 		if e.CreatedAt, err = parseTime(created); err == nil && since != "" {
 			e.Since, err = parseTime(since)
 		}
-		e.Request = ledgerdb.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
+		e.Request = driver.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
 		if err == nil {
 			err = spill.Effect(&e)
 		}

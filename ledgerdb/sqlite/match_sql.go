@@ -4,7 +4,7 @@ package sqlite
 // as the PostgreSQL driver's (see its match_sql.go), over temporary tables
 // on the store's one connection: the ledger fetches, by keys, the effects
 // in scope (m_eff) and the earlier records that name them, and the run
-// reads them and its own records once into a ledgerdb.Spill, which cuts
+// reads them and its own records once into a driver.Spill, which cuts
 // them into partitions. ?1 and ?2 are JSON documents read with json_each:
 // the run's source ids, and the kinds that link (["charge", "payout",
 // "refund"]).

@@ -14,6 +14,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 // FindSource implements ledgerdb.Store.
@@ -54,8 +55,8 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 		}
 		defer insRej.Close()
 		id := res.SourceID
-		b := ledgerdb.NewBatcher(
-			func(rows []ledgerdb.SeqEvidence) error {
+		b := driver.NewBatcher(
+			func(rows []driver.SeqEvidence) error {
 				for len(rows) > 0 {
 					n, stmt := rowsPerInsert, insEvs
 					if len(rows) < n {
@@ -75,7 +76,7 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 				}
 				return nil
 			},
-			func(rows []ledgerdb.SeqRejected) error {
+			func(rows []driver.SeqRejected) error {
 				for _, r := range rows {
 					if _, err := insRej.ExecContext(ctx, id, r.Seq, r.Rejected.Line, r.Rejected.Reason, r.Rejected.Raw); err != nil {
 						return err
@@ -83,7 +84,7 @@ func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill
 				}
 				return nil
 			})
-		cw := ledgerdb.Cover(b, time.Millisecond) // timeFormat's precision
+		cw := driver.Cover(b, time.Millisecond) // timeFormat's precision
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 )
 
 //go:embed migrations/*.sql
@@ -112,13 +113,13 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", s.where, err)
 	}
-	return ledgerdb.Check(s.where, migrations(), applied)
+	return driver.Check(s.where, migrations(), applied)
 }
 
 // Migrate implements ledgerdb.Store. BEGIN IMMEDIATE makes two processes
 // that migrate at once take turns.
 func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
-	known, err := ledgerdb.LoadMigrations(migrations())
+	known, err := driver.LoadMigrations(migrations())
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 		if err != nil {
 			return err
 		}
-		pending, err := ledgerdb.Pending(known, have)
+		pending, err := driver.Pending(known, have)
 		if err != nil {
 			return err
 		}
@@ -164,7 +165,7 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
+func applied(ctx context.Context, q querier) ([]driver.Applied, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migration'`).Scan(&n); err != nil {
 		return nil, err
@@ -177,9 +178,9 @@ func applied(ctx context.Context, q querier) ([]ledgerdb.Applied, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []ledgerdb.Applied
+	var out []driver.Applied
 	for rows.Next() {
-		var a ledgerdb.Applied
+		var a driver.Applied
 		if err := rows.Scan(&a.Version, &a.Checksum); err != nil {
 			return nil, err
 		}

@@ -1,7 +1,8 @@
-// Package ledgertest gives the tests of the packages that use the ledger a
-// fresh, migrated ledger on each driver: a SQLite file in a temporary
-// directory, and a PostgreSQL schema of its own (see pgtest).
-package ledgertest
+package ledgerdbtest
+
+// The ledgers of other packages' tests: a fresh, migrated ledger on each
+// driver, a SQLite file in a temporary directory and a PostgreSQL schema
+// of its own (see pgtest).
 
 import (
 	"context"

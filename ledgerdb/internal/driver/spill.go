@@ -1,4 +1,4 @@
-package ledgerdb
+package driver
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/ledgerdb"
 	"reconcile/matcher"
 )
 
@@ -136,7 +137,7 @@ func (s *Spill) eachRow(f func(n uint32, length int, values []uint64)) error {
 }
 
 // Effect adds an effect in scope.
-func (s *Spill) Effect(e *ScopedEffect) error {
+func (s *Spill) Effect(e *ledgerdb.ScopedEffect) error {
 	s.router.AddEffect()
 	s.values = matcher.EffectValues(s.values[:0], e.Provider, e.Key, e.ExternalID)
 	s.Effects++
@@ -189,7 +190,7 @@ func (s *Spill) appendShared(b []byte, v string) []byte {
 // (matcher.Router.Partitions), lays the file out by partition, and says
 // in sum how many effects, records and partitions there are, and the
 // bytes they take.
-func (s *Spill) Cut(size int, sum *MatchSummary) error {
+func (s *Spill) Cut(size int, sum *ledgerdb.MatchSummary) error {
 	count, err := s.cut(size)
 	sum.Effects, sum.Records, sum.Partitions = s.Effects, s.Records, count
 	if len(s.off) > 0 {
@@ -286,17 +287,17 @@ func (s *Spill) join() error {
 }
 
 // Partition reads partition i back, with Index and Count set.
-func (s *Spill) Partition(i int) (*Partition, error) {
+func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 	b := make([]byte, s.off[i+1]-s.off[i])
 	if _, err := s.f.ReadAt(b, s.off[i]); err != nil {
 		return nil, err
 	}
-	p := &Partition{Index: i, Count: s.count}
+	p := &ledgerdb.Partition{Index: i, Count: s.count}
 	d := decoder{b: b, table: s.shared}
 	for len(d.b) > 0 && d.err == nil {
 		switch kind := d.byte(); kind {
 		case spillEffect:
-			var e ScopedEffect
+			var e ledgerdb.ScopedEffect
 			e.Provider, e.Step, e.Status, e.State = d.shared(), d.shared(), reconcile.Status(d.shared()), reconcile.Class(d.shared())
 			e.Key, e.ExternalID, e.Request = d.string(), d.string(), []byte(d.string())
 			e.CreatedAt, e.Since = d.time(), d.time()

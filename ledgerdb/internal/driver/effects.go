@@ -1,10 +1,11 @@
-package ledgerdb
+package driver
 
 import (
 	"bytes"
 	"fmt"
 
 	"reconcile"
+	"reconcile/ledgerdb"
 )
 
 // The functions below decide, the same way for every driver, what an
@@ -14,7 +15,7 @@ import (
 // SameAttempt is RecordAttempt's answer when the key exists: the existing
 // row when it records the same attempt (canonical request req), else a
 // *reconcile.KeyReusedError.
-func SameAttempt(e *reconcile.Effect, p *RecordParams, req []byte) (*RecordResult, error) {
+func SameAttempt(e *reconcile.Effect, p *ledgerdb.RecordParams, req []byte) (*ledgerdb.RecordResult, error) {
 	have, err := CanonicalJSON(e.Request)
 	if err != nil {
 		return nil, fmt.Errorf("effect %s: recorded request: %w", e.Key, err)
@@ -22,7 +23,7 @@ func SameAttempt(e *reconcile.Effect, p *RecordParams, req []byte) (*RecordResul
 	if !bytes.Equal(have, req) || e.RunID != p.RunID || e.Step != p.Step || e.Provider != p.Provider {
 		return nil, &reconcile.KeyReusedError{Key: e.Key, Existing: have, Given: req}
 	}
-	return &RecordResult{Effect: *e}, nil
+	return &ledgerdb.RecordResult{Effect: *e}, nil
 }
 
 // AlreadyConfirmed is Confirm's answer when the effect was not attempted.
@@ -48,7 +49,7 @@ func AlreadyAbandoned(e *reconcile.Effect) (*reconcile.Effect, error) {
 // effect resolved as abandoned is abandoned; one resolved as confirmed with
 // an external id is confirmed with it. Anything else leaves the row as it
 // is (an empty status).
-func ResolvedStatus(e *reconcile.Effect, p *ResolveParams) (reconcile.Status, string) {
+func ResolvedStatus(e *reconcile.Effect, p *ledgerdb.ResolveParams) (reconcile.Status, string) {
 	if e.Status != reconcile.StatusAttempted {
 		return "", ""
 	}

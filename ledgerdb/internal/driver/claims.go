@@ -1,10 +1,11 @@
-package ledgerdb
+package driver
 
 import (
 	"fmt"
 	"time"
 
 	"reconcile"
+	"reconcile/ledgerdb"
 )
 
 // The functions below decide, the same way for every driver, what a claim
@@ -37,7 +38,7 @@ func Unwritten(c *reconcile.Claim, fence int64) (*reconcile.WriteResult, error) 
 }
 
 // SettleValues returns the state, result and error columns a settle writes.
-func SettleValues(p *SettleParams) (state string, result, errText any) {
+func SettleValues(p *ledgerdb.SettleParams) (state string, result, errText any) {
 	if p.Success {
 		if len(p.Result) > 0 {
 			result = string(p.Result)
@@ -49,7 +50,7 @@ func SettleValues(p *SettleParams) (state string, result, errText any) {
 
 // NewOrphan describes the success of a superseded owner against the claim
 // as it stands now.
-func NewOrphan(cur *reconcile.Claim, p *SettleParams, now time.Time) *reconcile.Orphan {
+func NewOrphan(cur *reconcile.Claim, p *ledgerdb.SettleParams, now time.Time) *reconcile.Orphan {
 	owner := p.Owner
 	if owner == "" {
 		owner = fmt.Sprintf("holder of fence %d", p.Fence)

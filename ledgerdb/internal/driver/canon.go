@@ -1,4 +1,4 @@
-package ledgerdb
+package driver
 
 import (
 	"bytes"

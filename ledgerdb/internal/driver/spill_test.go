@@ -1,4 +1,4 @@
-package ledgerdb
+package driver
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
+	"reconcile/ledgerdb"
 	"reconcile/matcher"
 )
 
@@ -19,11 +20,11 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	at := time.Date(2026, 11, 30, 23, 59, 59, 123456789, time.UTC)
 	for _, n := range []int{0, 1, 7, 3000} {
-		var effects []ScopedEffect
+		var effects []ledgerdb.ScopedEffect
 		var records []reconcile.Evidence
 		var mine []bool
 		for i := range n {
-			e := ScopedEffect{Effect: reconcile.Effect{Key: fmt.Sprintf("r:charge:%d", i), Provider: "stripe", Step: "charge",
+			e := ledgerdb.ScopedEffect{Effect: reconcile.Effect{Key: fmt.Sprintf("r:charge:%d", i), Provider: "stripe", Step: "charge",
 				Status: reconcile.StatusAttempted, CreatedAt: at, Request: []byte(`{"amount":100,"currency":"eur"}`)}}
 			if i%3 == 0 {
 				e.ExternalID, e.State, e.Since, e.Final = fmt.Sprintf("pi_%d", i/2), reconcile.Missing, at.Add(-time.Hour), true
@@ -58,11 +59,11 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 			router.Record(&records[i])
 		}
 		part, count := router.Partitions(40)
-		var sum MatchSummary
+		var sum ledgerdb.MatchSummary
 		if err := s.Cut(40, &sum); err != nil || sum.Partitions != count || sum.Effects != len(effects) || sum.Records != len(records) {
 			t.Fatalf("%d rows: Cut says %+v, %v; want %d partitions, %d effects, %d records", n, sum, err, count, len(effects), len(records))
 		}
-		want := make([]Partition, count)
+		want := make([]ledgerdb.Partition, count)
 		for i := range want {
 			want[i].Index, want[i].Count = i, count
 		}
