@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -171,49 +170,21 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	rec, line, err := rd.Read()
-	switch {
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("line 1: empty file: no header row")
-	case err != nil:
-		return fmt.Errorf("line %d: header: %w", max(line, 1), err)
-	}
-	p, err := newParser(rec, opt)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", line, err)
-	}
-	p.amounts = tabular.Amounts{Comma: rd.Comma, Force: opt.DecimalComma}
-	guard := rd.Guard(sink)
-	guard.Width = p.width
-	last := line
-	for n := 0; ; n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+	var p *parser
+	rows := tabular.Rows{Empty: "line 1: empty file: no header row", Header: "header", Reason: malformedReason}
+	return rows.Read(ctx, rd, sink, func(rec []string) (int, error) {
+		var err error
+		if p, err = newParser(rec, opt); err != nil {
+			return 0, err
 		}
-		rec, line, err := rd.Read()
-		pe := tabular.Malformed(err)
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case pe != nil:
-			if err := guard.Reject(line, rd.Raw(), malformedReason(pe)); err != nil {
-				return err
-			}
-			last = pe.Line
-			continue
-		case err != nil:
-			return fmt.Errorf("line %d: %w", last+1, err)
-		}
-		last = line
+		p.amounts = tabular.Amounts{Comma: rd.Comma, Force: opt.DecimalComma}
+		return p.width, nil
+	}, func(rec []string, line int, raw string, sink reconcile.RowSink) error {
 		if blank(rec) {
-			continue
+			return nil
 		}
-		if err := p.row(rec, line, rd.Joined(), guard); err != nil {
-			return err
-		}
-	}
+		return p.row(rec, line, raw, sink)
+	})
 }
 
 // malformedReason explains a record that is not well-formed CSV. An

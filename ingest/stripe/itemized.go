@@ -2,7 +2,6 @@ package stripe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -168,48 +167,20 @@ func ParseItemized(ctx context.Context, r io.Reader, opt ItemizedOptions, sink r
 	if err != nil {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	rec, line, err := rd.Read()
-	switch {
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("line 1: empty file: a Stripe itemized report starts with a header row")
-	case err != nil:
-		return fmt.Errorf("line %d: header row: %w", max(line, 1), err)
-	}
-	cols, err := mapItemized(tabular.NewHeader(rec))
-	if err != nil {
-		return fmt.Errorf("line %d: %w", line, err)
-	}
-	p := itemizedParser{cols: cols, loc: loc, currencies: reconcile.Currencies{Provider: provider},
+	p := &itemizedParser{loc: loc, currencies: reconcile.Currencies{Provider: provider},
 		amounts: tabular.Amounts{Comma: rd.Comma, Force: opt.DecimalComma}}
-	guard := rd.Guard(sink)
-	guard.Width = cols.width
-	last := line
-	for rows := 0; ; rows++ {
-		if err := cancelled(ctx, rows); err != nil {
-			return err
-		}
-		rec, line, err = rd.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if pe := tabular.Malformed(err); pe != nil {
-			// The reason says where the quoting went wrong; Raw is the
-			// text that was read as the record.
-			reason := fmt.Sprintf("malformed CSV quoting at line %d, column %d: %v", pe.Line, pe.Column, pe.Err)
-			if err := guard.Reject(line, rd.Raw(), reason); err != nil {
-				return err
-			}
-			last = pe.Line
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("line %d: %w", last+1, err)
-		}
-		last = line
-		if err := p.row(rec, line, rd.Joined(), guard); err != nil {
-			return err
-		}
+	rows := tabular.Rows{
+		Empty:  "line 1: empty file: a Stripe itemized report starts with a header row",
+		Header: "header row",
 	}
+	return rows.Read(ctx, rd, sink, func(rec []string) (int, error) {
+		cols, err := mapItemized(tabular.NewHeader(rec))
+		if err != nil {
+			return 0, err
+		}
+		p.cols = cols
+		return cols.width, nil
+	}, p.row)
 }
 
 // itemizedParser holds what every row of one report is read with.
