@@ -24,11 +24,11 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person refunds it"
 		return r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.Escalated), x.Key, d.Class, x.Note)
 	}
-	parent, err := r.Store.Effect(ctx, d.EffectKey)
+	parent, err := r.Store.EffectGet(ctx, d.EffectKey)
 	if err != nil {
 		return err
 	}
-	existing, err := r.Store.Effect(ctx, x.Key)
+	existing, err := r.Store.EffectGet(ctx, x.Key)
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
 		existing = nil
@@ -115,7 +115,7 @@ func (r *run) existingCompensation(ctx context.Context, d *reconcile.Discrepancy
 		return true, nil
 	}
 	if !r.claimed[x.Key] { // another run may have claimed it since this one began
-		claims, err := r.Store.ClaimsByKey(ctx, []string{x.Key})
+		claims, err := r.Store.ClaimGetMany(ctx, []string{x.Key})
 		if err != nil {
 			return true, err
 		}
@@ -162,7 +162,7 @@ func (r *run) verified(ctx context.Context, d *reconcile.Discrepancy, x *reconci
 // have made it, it looks up first, and what it finds or is answered must
 // be what was asked for.
 func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
-	e, err := r.Store.Effect(ctx, d.EffectKey)
+	e, err := r.Store.EffectGet(ctx, d.EffectKey)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func done(c *reconcile.ClaimResult, x *reconcile.Action) bool {
 // pastGrace says whether the compensation keyed key has been in doubt for
 // longer than the grace period.
 func (r *run) pastGrace(ctx context.Context, key string) (bool, error) {
-	e, err := r.Store.Effect(ctx, key)
+	e, err := r.Store.EffectGet(ctx, key)
 	if err != nil {
 		return false, err
 	}
@@ -344,7 +344,7 @@ func (r *run) doubt(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.
 
 // deferredTooLong pages about an effect deferred for longer than allowed.
 func (r *run) deferredTooLong(ctx context.Context, d *reconcile.Discrepancy) error {
-	st, err := r.Store.EffectStates(ctx, []string{d.EffectKey})
+	st, err := r.Store.EffectStateGetMany(ctx, []string{d.EffectKey})
 	if err != nil {
 		return err
 	}

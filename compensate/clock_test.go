@@ -69,10 +69,10 @@ func TestAnEffectDeferredTooLongIsPagedOnce(t *testing.T) {
 			if res.Discrepancies[0].Class != reconcile.Deferred {
 				t.Fatalf("%s after the first run: %s, want deferred", step.after, res.Discrepancies[0].Class)
 			}
-			if _, err := record.StartRun(w.ctx, &ledgerdb.StartRunParams{ID: run, Args: []byte(`{}`)}); err != nil {
+			if _, err := record.RunStart(w.ctx, &ledgerdb.StartRunParams{ID: run, Args: []byte(`{}`)}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := record.RecordFindings(w.ctx, &ledgerdb.FindingsParams{RunID: run, Discrepancies: res.Discrepancies}); err != nil {
+			if _, err := record.FindingRecord(w.ctx, &ledgerdb.FindingsParams{RunID: run, Discrepancies: res.Discrepancies}); err != nil {
 				t.Fatal(err)
 			}
 			if n := w.pages.triggers(); n != step.pages {

@@ -87,9 +87,19 @@ type Options struct {
 	Log   *slog.Logger
 }
 
+// Ledger is what the actions need of the ledger: the effects and their
+// states, and the claims an action is made under. A ledgerdb.Store is one.
+type Ledger interface {
+	EffectGet(ctx context.Context, key string) (*reconcile.Effect, error)
+	EffectStateGetMany(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error)
+	ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error)
+	ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error)
+	ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error)
+}
+
 // Applier makes a run's actions.
 type Applier struct {
-	Store     ledgerdb.Store
+	Store     Ledger
 	Provider  Provider // may be nil without Apply
 	Escalator Escalator
 	Options
@@ -214,11 +224,11 @@ func (r *run) skipDone(ctx context.Context) error {
 			}
 		}
 	}
-	states, err := r.Store.EffectStates(ctx, comps)
+	states, err := r.Store.EffectStateGetMany(ctx, comps)
 	if err != nil {
 		return err
 	}
-	claims, err := r.Store.ClaimsByKey(ctx, keys)
+	claims, err := r.Store.ClaimGetMany(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -310,7 +320,7 @@ func (r *run) raise(ctx context.Context, key, subject string, c reconcile.Class,
 
 // claim takes an action's claim, with the compensation row when there is one.
 func (r *run) claim(ctx context.Context, key string, row *ledgerdb.RecordParams) (*reconcile.ClaimResult, error) {
-	return r.Store.Claim(ctx, &ledgerdb.ClaimParams{Key: key, Owner: r.Owner, TTL: r.Lease, Effect: row})
+	return r.Store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: key, Owner: r.Owner, TTL: r.Lease, Effect: row})
 }
 
 // settle ends a claim. A success confirms the action's effect in the same
@@ -331,7 +341,7 @@ func (r *run) settle(ctx context.Context, c *reconcile.Claim, x *reconcile.Actio
 	case failure == "": // closed without a result: refused, or a person decides
 		p.Result, _ = json.Marshal(&settled{Outcome: x.Outcome, Note: x.Note})
 	}
-	w, err := r.Store.Settle(ctx, p)
+	w, err := r.Store.ClaimSettle(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func (w *world) effect(key string, amount int64, created time.Time, status recon
 	if status == reconcile.StatusConfirmed {
 		e.ConfirmedAt = created
 	}
-	if err := w.store.LoadEffects(w.ctx, []reconcile.Effect{e}); err != nil {
+	if err := w.store.EffectLoad(w.ctx, []reconcile.Effect{e}); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -205,7 +205,7 @@ func TestCompensationRefundsOnceAcrossRuns(t *testing.T) {
 		if n := refundsOf(w.sb, key); n != 1 {
 			t.Errorf("the sandbox made %d refunds under %s, want 1", n, key)
 		}
-		row, err := w.store.Effect(w.ctx, key)
+		row, err := w.store.EffectGet(w.ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestPlanMakesNoExternalWrite(t *testing.T) {
 		if w.sb.Requests() != before {
 			t.Errorf("a plan made %d provider writes", w.sb.Requests()-before)
 		}
-		if cs, _ := w.store.ClaimsOf(w.ctx, "app:charge:0"); len(cs) != 0 {
+		if cs, _ := w.store.ClaimListByEffect(w.ctx, "app:charge:0"); len(cs) != 0 {
 			t.Errorf("a plan took claims: %+v", cs)
 		}
 	})
@@ -337,7 +337,7 @@ func TestStaleOwnerLateSuccessIsAnOrphan(t *testing.T) {
 		if n := refundsOf(w.sb, key); n != 1 {
 			t.Errorf("%d refunds, want 1", n)
 		}
-		if orphans, _ := w.store.Orphans(w.ctx); len(orphans) != 1 {
+		if orphans, _ := w.store.OrphanList(w.ctx); len(orphans) != 1 {
 			t.Errorf("the ledger holds %d orphans, want 1", len(orphans))
 		}
 	})
@@ -359,7 +359,7 @@ func TestLookupDownDefersWithoutCallOrPage(t *testing.T) {
 		if w.sb.Requests() != before || w.pages.triggers() != 0 {
 			t.Errorf("lookup down: %d writes, %d pages; want none", w.sb.Requests()-before, w.pages.triggers())
 		}
-		if e, _ := w.store.Effect(w.ctx, "app:charge:0"); e.Status != reconcile.StatusAttempted {
+		if e, _ := w.store.EffectGet(w.ctx, "app:charge:0"); e.Status != reconcile.StatusAttempted {
 			t.Errorf("deferred changed the effect: %s", e.Status)
 		}
 	})
@@ -383,7 +383,7 @@ func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
 		if d := res.Discrepancies[0]; d.Class != reconcile.Confirmed || d.Actions[0].Outcome != reconcile.OutcomeSkipped || d.Actions[0].Made != made.ID {
 			t.Errorf("finding = %+v, want confirmed by lookup (%s), no call", d, made.ID)
 		}
-		if e, _ := w.store.Effect(w.ctx, "app:charge:0"); e.Status != reconcile.StatusConfirmed || e.ExternalID != made.ID {
+		if e, _ := w.store.EffectGet(w.ctx, "app:charge:0"); e.Status != reconcile.StatusConfirmed || e.ExternalID != made.ID {
 			t.Errorf("effect = %s %q, want confirmed %s", e.Status, e.ExternalID, made.ID)
 		}
 	})
@@ -537,7 +537,7 @@ func TestRetrievalDownDefersTheRefund(t *testing.T) {
 				if n := len(w.sb.Refunds()); n != 0 || w.pages.triggers() != 0 {
 					t.Errorf("%d refunds and %d pages, want none", n, w.pages.triggers())
 				}
-				if _, err := w.store.Effect(w.ctx, key); err == nil {
+				if _, err := w.store.EffectGet(w.ctx, key); err == nil {
 					t.Errorf("the compensation row %s was written although nothing was verified", key)
 				}
 				w.sb.ClearFaults()

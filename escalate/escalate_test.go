@@ -128,7 +128,7 @@ func TestFailedPageIsRetriedByTheNextRun(t *testing.T) {
 		if !esc.PagedAt.IsZero() || len(r.got()) != 0 {
 			t.Fatalf("a page that failed is marked paged (%v) or was received (%d)", esc.PagedAt, len(r.got()))
 		}
-		open, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: true})
+		open, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{Open: true})
 		if err != nil || len(open) != 1 {
 			t.Fatalf("the escalation was not recorded when its page failed: %v, %v", open, err)
 		}
@@ -148,7 +148,7 @@ func TestAcknowledgeAndResolveReachThePage(t *testing.T) {
 		r := newReceiver(t)
 		store := l.Open(t, nil)
 		ctx := context.Background()
-		if _, err := store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: "r:charge:0", RunID: "r", Step: "charge", Provider: "stripe",
+		if _, err := store.EffectRecord(ctx, &ledgerdb.RecordParams{Key: "r:charge:0", RunID: "r", Step: "charge", Provider: "stripe",
 			Request: json.RawMessage(`{"amount": 100, "currency": "eur"}`)}); err != nil {
 			t.Fatal(err)
 		}
@@ -156,14 +156,14 @@ func TestAcknowledgeAndResolveReachThePage(t *testing.T) {
 		if _, err := rs.Raise(ctx, params("rec_1")); err != nil {
 			t.Fatal(err)
 		}
-		acked, err := store.Acknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: params("").Key, By: "ana"})
+		acked, err := store.EscalationAcknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: params("").Key, By: "ana"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := rs.Acknowledged(ctx, acked); err != nil {
 			t.Fatal(err)
 		}
-		res, err := store.Resolve(ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
+		res, err := store.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
 		if err != nil {
 			t.Fatal(err)
 		}

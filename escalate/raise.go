@@ -13,11 +13,22 @@ import (
 	"reconcile/ledgerdb"
 )
 
+// Ledger is what paging needs of the ledger: the escalations, and the
+// claims a page is sent under. A ledgerdb.Store is one.
+type Ledger interface {
+	EscalationOpen(ctx context.Context, p *ledgerdb.EscalateParams) (*ledgerdb.EscalateResult, error)
+	EscalationList(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error)
+	EscalationMarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) error
+	ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error)
+	ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error)
+	ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error)
+}
+
 // Raiser records escalations in the ledger and pages each one once. It
 // imports the ledger's interface, not a driver: the escalation table is
 // what makes paging once hold across runs and replicas.
 type Raiser struct {
-	Store ledgerdb.Store
+	Store Ledger
 	Pager Pager
 	Owner string // who pages, for the claim table
 	// Lease is how long a page may take before another run may send it;
@@ -89,7 +100,7 @@ func PageKey(e *reconcile.Escalation) string {
 // logged and sent again by the next PageOpen, or the next Raise of the
 // same key: the escalation stays recorded either way.
 func (r *Raiser) Raise(ctx context.Context, p *ledgerdb.EscalateParams) (*reconcile.Escalation, error) {
-	res, err := r.Store.Escalate(ctx, p)
+	res, err := r.Store.EscalationOpen(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +134,7 @@ type Failure struct {
 // each page after it is tried once, so that a run is held up by one page's
 // retries, not by every page's.
 func (r *Raiser) PageOpen(ctx context.Context, money func(*reconcile.Escalation) reconcile.Money) (*Paged, error) {
-	es, err := r.Store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: true})
+	es, err := r.Store.EscalationList(ctx, &ledgerdb.EscalationsParams{Open: true})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +177,7 @@ func (r *Raiser) page(ctx context.Context, pg *Page, retry Retry) (sent bool, pe
 		lease = 2 * time.Minute
 	}
 	pageKey := PageKey(esc)
-	c, err := r.Store.Claim(ctx, &ledgerdb.ClaimParams{Key: pageKey, Owner: r.Owner, TTL: lease})
+	c, err := r.Store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: pageKey, Owner: r.Owner, TTL: lease})
 	if err != nil {
 		return false, nil, err
 	}
@@ -184,7 +195,7 @@ func (r *Raiser) page(ctx context.Context, pg *Page, retry Retry) (sent bool, pe
 		settle.Result, _ = json.Marshal(map[string]string{"dedup_key": esc.Key, "severity": string(pg.severity())})
 	}
 	ctx = context.WithoutCancel(ctx) // the page went out: record it even when the run is being stopped
-	if _, err := r.Store.Settle(ctx, settle); err != nil {
+	if _, err := r.Store.ClaimSettle(ctx, settle); err != nil {
 		return false, perr, err
 	}
 	if perr != nil {
@@ -199,7 +210,7 @@ func (r *Raiser) page(ctx context.Context, pg *Page, retry Retry) (sent bool, pe
 }
 
 func (r *Raiser) markPaged(ctx context.Context, esc *reconcile.Escalation) error {
-	if err := r.Store.MarkPaged(ctx, &ledgerdb.MarkPagedParams{Key: esc.Key, Generation: esc.Generation}); err != nil {
+	if err := r.Store.EscalationMarkPaged(ctx, &ledgerdb.MarkPagedParams{Key: esc.Key, Generation: esc.Generation}); err != nil {
 		return err
 	}
 	esc.PagedAt = time.Now().UTC()
@@ -234,7 +245,7 @@ func (r *Raiser) trigger(ctx context.Context, pg *Page, retry Retry) error {
 // PageErrors returns, by escalation key, why the page of each of es that
 // no pager has taken failed last; an escalation not listed was paged, or
 // its page was never tried, or is being sent now.
-func PageErrors(ctx context.Context, store ledgerdb.Store, es []reconcile.Escalation) (map[string]string, error) {
+func PageErrors(ctx context.Context, store Ledger, es []reconcile.Escalation) (map[string]string, error) {
 	keys := make([]string, 0, len(es))
 	for i := range es {
 		if es[i].PagedAt.IsZero() && es[i].Status != reconcile.EscalationResolved {
@@ -245,7 +256,7 @@ func PageErrors(ctx context.Context, store ledgerdb.Store, es []reconcile.Escala
 	if len(keys) == 0 {
 		return out, nil
 	}
-	claims, err := store.ClaimsByKey(ctx, keys)
+	claims, err := store.ClaimGetMany(ctx, keys)
 	if err != nil {
 		return nil, err
 	}

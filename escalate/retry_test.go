@@ -90,7 +90,7 @@ func TestRefusedPageIsReportedAndSentByTheNextRun(t *testing.T) {
 		if !strings.Contains(msg, "HTTP 400") || leaked(msg) != nil {
 			t.Errorf("failure = %q, want the 400 without the routing key", msg)
 		}
-		es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: true})
+		es, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{Open: true})
 		if err != nil || len(es) != 1 || !es[0].PagedAt.IsZero() {
 			t.Fatalf("Escalations = %+v, %v; want the escalation open and not paged", es, err)
 		}

@@ -103,14 +103,14 @@ func TestFailedPageKeepsSecretsOutOfLogAndLedger(t *testing.T) {
 				if s := leaked(logs.String()); s != nil {
 					t.Errorf("log = %q, shows %q", logs.String(), s)
 				}
-				claims, err := store.ClaimsOf(ctx, "page")
+				claims, err := store.ClaimListByEffect(ctx, "page")
 				if err != nil || len(claims) != 1 || claims[0].Error == "" {
 					t.Fatalf("ClaimsOf(page) = %+v, %v; want the failed page's claim with its error", claims, err)
 				}
 				if s := leaked(claims[0].Error + string(claims[0].Result)); s != nil {
 					t.Errorf("the page's claim records %q, showing %q", claims[0].Error, s)
 				}
-				es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{})
+				es, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{})
 				if err != nil || len(es) != 1 {
 					t.Fatalf("Escalations = %v, %v; want the one raised", es, err)
 				}

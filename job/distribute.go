@@ -64,7 +64,7 @@ func (j *Job) distribute(ctx context.Context, p *ledgerdb.MatchParams, m *partit
 		m.done.Store(int64(done))
 		m.count.Store(int64(count))
 	}
-	sum, results, err := d.DistributePartitions(ctx, p, dist)
+	sum, results, err := d.PartitionDistribute(ctx, p, dist)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (j *Job) Work(ctx context.Context, n int) error {
 	if !ok {
 		return errors.New("a worker works the partitions of a PostgreSQL ledger only")
 	}
-	return d.WorkPartitions(ctx, j.distribution(n))
+	return d.PartitionWork(ctx, j.distribution(n))
 }
 
 func (j *Job) distribution(n int) *ledgerdb.Distribution {

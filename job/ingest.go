@@ -63,7 +63,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 		}
 		id := res.SourceID
 		if in.AlreadyIngested { // report its rejected rows as the first run did
-			rej, err := j.Store.RejectedRows(ctx, id, MaxListedRejected+1) // no more than the result lists
+			rej, err := j.Store.RejectedListBySource(ctx, id, MaxListedRejected+1) // no more than the result lists
 			if err != nil {
 				return err
 			}
@@ -187,7 +187,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 		return &ingest.Input{URI: src.URI, Format: rec.Format, Hash: rec.Hash, ETag: src.ETag, Bytes: rec.Bytes, Rows: rec.Rows,
 			Evidence: rec.Evidence, Rejected: rec.Rejected, Ignored: rec.Ignored, AlreadyIngested: true, Totals: []ingest.Total{}}, &ledgerdb.IngestResult{SourceID: rec.ID}, nil
 	}
-	rec, err := j.Store.FindSource(ctx, hash, src.ETag)
+	rec, err := j.Store.SourceFind(ctx, hash, src.ETag)
 	if err == nil {
 		return already(rec)
 	}
@@ -195,7 +195,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 		return nil, nil, err
 	}
 	var input *ingest.Input
-	res, err := j.Store.IngestSource(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
+	res, err := j.Store.SourceIngest(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			var err error
 			input, err = ingest.Read(ctx, src, opt, teeRejected{w, c})
@@ -213,7 +213,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 	}
 	if res.Duplicate { // another process ingested the same content meanwhile
 		c.reset()
-		if rec, err = j.Store.FindSource(ctx, input.Hash, src.ETag); err != nil {
+		if rec, err = j.Store.SourceFind(ctx, input.Hash, src.ETag); err != nil {
 			return nil, nil, err
 		}
 		return already(rec)
@@ -229,7 +229,7 @@ func (j *Job) lookupSource(ctx context.Context, src ingest.Source) (hash string,
 			return "", false, err
 		}
 	}
-	if _, err := j.Store.FindSource(ctx, hash, src.ETag); err == nil {
+	if _, err := j.Store.SourceFind(ctx, hash, src.ETag); err == nil {
 		return hash, true, nil
 	} else if !errors.Is(err, reconcile.ErrNotFound) {
 		return "", false, err

@@ -173,7 +173,7 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	if _, err := j.Store.StartRun(ctx, &ledgerdb.StartRunParams{ID: p.ID, Args: p.Args}); err != nil {
+	if _, err := j.Store.RunStart(ctx, &ledgerdb.StartRunParams{ID: p.ID, Args: p.Args}); err != nil {
 		return out, err
 	}
 	res, err := j.reconcile(ctx, p, in, ap)
@@ -203,7 +203,7 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 		resJSON = buf.Bytes()
 	}
 	t := j.now()
-	if _, ferr := j.Store.FinishRun(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: p.ID, Status: status, Result: resJSON}); ferr != nil && err == nil {
+	if _, ferr := j.Store.RunFinish(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: p.ID, Status: status, Result: resJSON}); ferr != nil && err == nil {
 		err = ferr
 	}
 	log.Debug("phase done", "phase", "finish", "elapsed", j.now().Sub(t).Round(time.Millisecond), "result_mb", len(resJSON)>>20)

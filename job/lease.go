@@ -37,7 +37,7 @@ func (j *Job) takeRunLease(ctx context.Context, owner string, ttl time.Duration)
 	if ttl <= 0 {
 		return nil, nil, fmt.Errorf("run lease of %s: a lease needs a deadline", ttl)
 	}
-	c, err := j.Store.Claim(ctx, &ledgerdb.ClaimParams{Key: RunLeaseKey, Owner: owner, TTL: ttl})
+	c, err := j.Store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: RunLeaseKey, Owner: owner, TTL: ttl})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,7 +60,7 @@ func (l *runLease) renew() {
 			return
 		case <-l.clock.After(l.ttl / 3):
 		}
-		w, err := l.store.Renew(l.ctx, &ledgerdb.RenewParams{Key: RunLeaseKey, Fence: l.fence, TTL: l.ttl})
+		w, err := l.store.ClaimRenew(l.ctx, &ledgerdb.RenewParams{Key: RunLeaseKey, Fence: l.fence, TTL: l.ttl})
 		if err != nil && l.ctx.Err() == nil {
 			l.log.Warn("run lease not renewed; trying again", "err", err)
 			continue
@@ -80,7 +80,7 @@ func (l *runLease) release() {
 	<-l.stopped
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), 10*time.Second)
 	defer cancel()
-	if _, err := l.store.Settle(ctx, &ledgerdb.SettleParams{Key: RunLeaseKey, Fence: l.fence, Owner: l.owner, Error: "released"}); err != nil {
+	if _, err := l.store.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: RunLeaseKey, Fence: l.fence, Owner: l.owner, Error: "released"}); err != nil {
 		l.log.Warn("run lease not released; it expires by itself", "err", err, "within", l.ttl)
 	}
 }

@@ -40,7 +40,7 @@ func TestRunLeaseIsRenewedByTheClock(t *testing.T) {
 		if !fake.WaitFor(1, waitLong) { // the third renewal is written
 			t.Fatal("the renewer did not come back to the clock")
 		}
-		c, err := j.Store.ClaimOf(ctx, RunLeaseKey)
+		c, err := j.Store.ClaimGet(ctx, RunLeaseKey)
 		if err != nil || !c.LeaseUntil.Equal(t0.Add(6*time.Minute)) {
 			t.Fatalf("lease = %+v, %v; want it until %s", c, err, t0.Add(6*time.Minute))
 		}
@@ -102,7 +102,7 @@ func TestAReleasedLeaseIsTakenAtOnce(t *testing.T) {
 			t.Fatalf("takeRunLease = %v, %v", lease, err)
 		}
 		lease.release()
-		c, err := j.Store.ClaimOf(ctx, RunLeaseKey)
+		c, err := j.Store.ClaimGet(ctx, RunLeaseKey)
 		if err != nil || c.State == reconcile.ClaimHeld {
 			t.Fatalf("after release: %+v, %v", c, err)
 		}
@@ -121,7 +121,7 @@ func TestARunIsSkippedWhileAnotherHoldsTheLease(t *testing.T) {
 		ctx := context.Background()
 		fake := clock.NewFake(t0)
 		store := l.Open(t, fake.Now)
-		if _, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: RunLeaseKey, Owner: "cron-host:42", TTL: time.Minute}); err != nil {
+		if _, err := store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: RunLeaseKey, Owner: "cron-host:42", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		j := &Job{Store: store, Clock: fake, Owner: "adhoc:7"}
@@ -129,7 +129,7 @@ func TestARunIsSkippedWhileAnotherHoldsTheLease(t *testing.T) {
 		if err != nil || !out.Skipped || out.Holder == nil || out.Holder.Owner != "cron-host:42" {
 			t.Fatalf("Run = %+v, %v; want skipped, held by cron-host:42", out, err)
 		}
-		if runs, _ := store.Runs(ctx, &ledgerdb.RunsParams{}); len(runs) != 0 {
+		if runs, _ := store.RunList(ctx, &ledgerdb.RunsParams{}); len(runs) != 0 {
 			t.Errorf("a skipped run recorded %d runs", len(runs))
 		}
 		// Once that lease has run out, by the clock, the run goes ahead.
@@ -138,7 +138,7 @@ func TestARunIsSkippedWhileAnotherHoldsTheLease(t *testing.T) {
 		if err != nil || out.Skipped {
 			t.Fatalf("after the lease ran out: %+v, %v; want a run", out, err)
 		}
-		if c, _ := store.ClaimOf(ctx, RunLeaseKey); c == nil || c.State == reconcile.ClaimHeld {
+		if c, _ := store.ClaimGet(ctx, RunLeaseKey); c == nil || c.State == reconcile.ClaimHeld {
 			t.Errorf("the lease after the run: %+v, want given back", c)
 		}
 	})

@@ -13,7 +13,7 @@ import (
 // acknowledges its page. An unknown key fails with reconcile.ErrNotFound,
 // a resolved one with reconcile.ErrInvalidTransition.
 func Acknowledge(ctx context.Context, store ledgerdb.Store, pager escalate.Pager, log *slog.Logger, key, by string) (*reconcile.Escalation, error) {
-	e, err := store.Acknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: key, By: by})
+	e, err := store.EscalationAcknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: key, By: by})
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func Acknowledge(ctx context.Context, store ledgerdb.Store, pager escalate.Pager
 // escalation about it, and resolves their pages. An unknown effect fails
 // with reconcile.ErrNotFound.
 func Resolve(ctx context.Context, store ledgerdb.Store, pager escalate.Pager, log *slog.Logger, p *ledgerdb.ResolveParams) (*ledgerdb.ResolveResult, error) {
-	out, err := store.Resolve(ctx, p)
+	out, err := store.EffectResolve(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -144,7 +144,7 @@ func (m *partitionMatch) dropReported(ctx context.Context, store ledgerdb.Store,
 		p.IDs = append(p.IDs, n.ID)
 	}
 	slices.Sort(p.IDs)
-	earlier, err := store.LinkedEvidence(ctx, p)
+	earlier, err := store.EvidenceListLinked(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -156,10 +156,10 @@ func randomLedgerWorld(r *rand.Rand) *ledgerWorld {
 // load writes the world into a ledger and returns the run's source.
 func (w *ledgerWorld) load(t *testing.T, store ledgerdb.Store) int64 {
 	ctx := context.Background()
-	if err := store.LoadEffects(ctx, w.effects); err != nil {
+	if err := store.EffectLoad(ctx, w.effects); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+	if _, err := store.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
 		t.Fatal(err)
 	}
 	var ds []reconcile.Discrepancy
@@ -169,11 +169,11 @@ func (w *ledgerWorld) load(t *testing.T, store ledgerdb.Store) int64 {
 	for _, k := range w.missing {
 		ds = append(ds, reconcile.Discrepancy{Class: reconcile.Missing, EffectKey: k})
 	}
-	if _, err := store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: ds}); err != nil {
+	if _, err := store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: ds}); err != nil {
 		t.Fatal(err)
 	}
 	ingest := func(uri string, evs []reconcile.Evidence) int64 {
-		res, err := store.IngestSource(ctx, &ledgerdb.IngestParams{URI: uri}, func(sw ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+		res, err := store.SourceIngest(ctx, &ledgerdb.IngestParams{URI: uri}, func(sw ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			for i := range evs {
 				evs[i].URI, evs[i].Line = uri, i+2
 				if err := sw.Evidence(&evs[i]); err != nil {
@@ -196,7 +196,7 @@ func (w *ledgerWorld) load(t *testing.T, store ledgerdb.Store) int64 {
 // read whole.
 func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in matcher.Input) *matcher.Result {
 	ctx := context.Background()
-	_, evidence, _, err := store.SourceRows(ctx, run)
+	_, evidence, _, err := store.SourceGetRows(ctx, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in
 		if !open && !named[e.Key] && !(e.ExternalID != "" && named[e.ExternalID]) {
 			continue
 		}
-		x, err := store.Effect(ctx, e.Key)
+		x, err := store.EffectGet(ctx, e.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in
 			link.IDs = append(link.IDs, e.ExternalID)
 		}
 	}
-	before, err := store.LinkedEvidence(ctx, link)
+	before, err := store.EvidenceListLinked(ctx, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestPartitionedMatchEqualsOneMatch(t *testing.T) {
 func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size int) {
 	ctx := context.Background()
 	run := w.load(t, store)
-	cover, err := store.Coverage(ctx, []int64{run})
+	cover, err := store.CoverageList(ctx, []int64{run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,14 +295,14 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 	scope, cutoff := matcher.Window(ends, time.Time{}, time.Hour)
 	in := matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: map[string]int64{"EUR": 500}}
 	want := w.oneMatch(t, store, run, in)
-	if _, evidence, _, err := store.SourceRows(ctx, run); err != nil || !cmp.Equal(matcher.Ends(evidence), ends) {
+	if _, evidence, _, err := store.SourceGetRows(ctx, run); err != nil || !cmp.Equal(matcher.Ends(evidence), ends) {
 		t.Fatalf("Coverage = %v, the evidence's ends are %v (%v)", ends, matcher.Ends(evidence), err)
 	}
 
 	var got []reconcile.Discrepancy
 	unlinked := map[txName]bool{}
 	outOfScope := 0
-	_, err = store.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: size},
+	_, err = store.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: size},
 		func(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			pin := in
 			for _, e := range part.Effects {

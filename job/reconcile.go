@@ -30,7 +30,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 		}
 	}
 	if len(before) > 0 {
-		c, err := j.Store.Coverage(ctx, before)
+		c, err := j.Store.CoverageList(ctx, before)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	if p.Distribute {
 		sum, err = j.distribute(ctx, params, m, p.Workers)
 	} else {
-		sum, err = j.Store.MatchPartitions(ctx, params, m.match)
+		sum, err = j.Store.PartitionMatch(ctx, params, m.match)
 	}
 	stopMatch()
 	if err == nil {
@@ -95,7 +95,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	done()
 	crash("run:acted") // everything is made; of this run only the confirmations are recorded yet
 	done = j.phase("record")
-	if _, err := j.Store.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: p.ID, Discrepancies: acted.Discrepancies}); err != nil {
+	if _, err := j.Store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: p.ID, Discrepancies: acted.Discrepancies}); err != nil {
 		return nil, err
 	}
 	done()
@@ -166,7 +166,7 @@ func minTime(a, b time.Time) time.Time {
 // had at risk, per currency: the third part of the exposure, beside what
 // is open and what this run repaired.
 func moneyResolved(ctx context.Context, store ledgerdb.Store, runID string) (map[string]int64, error) {
-	runs, err := store.Runs(ctx, &ledgerdb.RunsParams{Limit: 2})
+	runs, err := store.RunList(ctx, &ledgerdb.RunsParams{Limit: 2})
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func moneyResolved(ctx context.Context, store ledgerdb.Store, runID string) (map
 	if since.IsZero() { // the first run: nothing was resolved before it
 		return map[string]int64{}, nil
 	}
-	es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{ResolvedSince: since})
+	es, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{ResolvedSince: since})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func moneyResolved(ctx context.Context, store ledgerdb.Store, runID string) (map
 			continue
 		}
 		done[e.Subject] = true
-		fs, err := store.EffectFindings(ctx, e.Subject)
+		fs, err := store.FindingListByEffect(ctx, e.Subject)
 		if err != nil || len(fs) == 0 {
 			continue // unexpected money names no effect: its amount is in its own finding only
 		}

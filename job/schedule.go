@@ -48,7 +48,7 @@ func (j *Job) Schedule(ctx context.Context, sched Schedule, spec string, run fun
 // replica gets each slot.
 func (j *Job) takeSlot(ctx context.Context, spec string, slot time.Time) (bool, error) {
 	key := fmt.Sprintf("schedule:%s@%s", spec, slot.UTC().Format(time.RFC3339))
-	c, err := j.Store.Claim(ctx, &ledgerdb.ClaimParams{Key: key, Owner: j.Owner})
+	c, err := j.Store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: key, Owner: j.Owner})
 	if err != nil || c.Outcome != reconcile.Claimed {
 		if err == nil {
 			j.log().Debug("slot taken by another scheduler", "slot", slot.Format(time.RFC3339), "holder", c.Claim.Owner)
@@ -56,7 +56,7 @@ func (j *Job) takeSlot(ctx context.Context, spec string, slot time.Time) (bool, 
 		return false, err
 	}
 	result, _ := json.Marshal(map[string]string{"slot": slot.UTC().Format(time.RFC3339)})
-	_, err = j.Store.Settle(ctx, &ledgerdb.SettleParams{Key: key, Fence: c.Claim.Fence, Owner: j.Owner, Success: true, Result: result})
+	_, err = j.Store.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: key, Fence: c.Claim.Fence, Owner: j.Owner, Success: true, Result: result})
 	return err == nil, err
 }
 

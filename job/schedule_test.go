@@ -158,11 +158,11 @@ func TestAStoppedScheduleEndsItsRunAndGivesTheLeaseBack(t *testing.T) {
 		if !errors.Is(runErr, context.Canceled) {
 			t.Errorf("the run stopped with %v, want context.Canceled", runErr)
 		}
-		c, err := store.ClaimOf(context.Background(), RunLeaseKey)
+		c, err := store.ClaimGet(context.Background(), RunLeaseKey)
 		if err != nil || c.State == reconcile.ClaimHeld {
 			t.Errorf("run lease after the stop = %+v, %v; want given back", c, err)
 		}
-		if srcs, _ := store.Sources(context.Background()); len(srcs) != 0 {
+		if srcs, _ := store.SourceList(context.Background()); len(srcs) != 0 {
 			t.Errorf("the stopped run left %d sources ingested", len(srcs))
 		}
 	})

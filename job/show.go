@@ -35,10 +35,10 @@ type EscalationView struct {
 func Show(ctx context.Context, store ledgerdb.Store, key string) (*EffectView, error) {
 	v := &EffectView{}
 	var err error
-	if v.Effect, err = store.Effect(ctx, key); err != nil {
+	if v.Effect, err = store.EffectGet(ctx, key); err != nil {
 		return nil, err
 	}
-	states, err := store.EffectStates(ctx, []string{key})
+	states, err := store.EffectStateGetMany(ctx, []string{key})
 	if err != nil {
 		return nil, err
 	}
@@ -49,25 +49,25 @@ func Show(ctx context.Context, store ledgerdb.Store, key string) (*EffectView, e
 	if v.Effect.ExternalID != "" {
 		link.IDs = []string{v.Effect.ExternalID}
 	}
-	if v.Evidence, err = store.LinkedEvidence(ctx, link); err != nil {
+	if v.Evidence, err = store.EvidenceListLinked(ctx, link); err != nil {
 		return nil, err
 	}
-	if v.Claims, err = store.ClaimsOf(ctx, key); err != nil {
+	if v.Claims, err = store.ClaimListByEffect(ctx, key); err != nil {
 		return nil, err
 	}
 	for _, c := range v.Claims {
-		if e, err := store.Effect(ctx, c.Key); err == nil && e.ParentKey == key {
+		if e, err := store.EffectGet(ctx, c.Key); err == nil && e.ParentKey == key {
 			v.Compensations = append(v.Compensations, *e)
 		}
 	}
-	es, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Subject: key})
+	es, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{Subject: key})
 	if err != nil {
 		return nil, err
 	}
 	if v.Escalations, err = WithPages(ctx, store, es); err != nil {
 		return nil, err
 	}
-	if v.History, err = store.EffectFindings(ctx, key); err != nil {
+	if v.History, err = store.FindingListByEffect(ctx, key); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -15,73 +15,73 @@ import (
 // Store is the ledger. Methods take a context first and a params struct, and
 // return domain types. "Already done" and "superseded" are results, not errors.
 type Store interface {
-	// RecordAttempt writes an effect as attempted, before its external call.
+	// EffectRecord writes an effect as attempted, before its external call.
 	// A key that exists with the same request (compared as JSON values, so
 	// field order does not matter) returns the existing row with Created
 	// false; with a different request it fails with *reconcile.KeyReusedError.
-	RecordAttempt(ctx context.Context, p *RecordParams) (*RecordResult, error)
-	// Confirm marks an attempted effect confirmed with its external id and
+	EffectRecord(ctx context.Context, p *RecordParams) (*RecordResult, error)
+	// EffectConfirm marks an attempted effect confirmed with its external id and
 	// response. Confirming again with the same external id returns the row
 	// unchanged; anything else (an abandoned effect, another external id)
 	// fails with reconcile.ErrInvalidTransition and changes nothing.
-	Confirm(ctx context.Context, p *ConfirmParams) (*reconcile.Effect, error)
-	// Abandon closes an attempted effect by an explicit decision.
-	Abandon(ctx context.Context, p *AbandonParams) (*reconcile.Effect, error)
-	// LoadEffects writes effects as they are (status, external id, times),
+	EffectConfirm(ctx context.Context, p *ConfirmParams) (*reconcile.Effect, error)
+	// EffectAbandon closes an attempted effect by an explicit decision.
+	EffectAbandon(ctx context.Context, p *AbandonParams) (*reconcile.Effect, error)
+	// EffectLoad writes effects as they are (status, external id, times),
 	// in bulk and in one transaction: for loading an existing ledger, or a
 	// generated world. A key that exists already fails the whole load.
-	LoadEffects(ctx context.Context, effects []reconcile.Effect) error
-	// Effect returns one effect, or reconcile.ErrNotFound.
-	Effect(ctx context.Context, key string) (*reconcile.Effect, error)
+	EffectLoad(ctx context.Context, effects []reconcile.Effect) error
+	// EffectGet returns one effect, or reconcile.ErrNotFound.
+	EffectGet(ctx context.Context, key string) (*reconcile.Effect, error)
 
-	// Claim takes the lease on key in one conditional write and returns a new,
+	// ClaimAcquire takes the lease on key in one conditional write and returns a new,
 	// strictly greater fence token; or InFlight when a live lease is held
 	// (the token is not bumped); or Done.
-	Claim(ctx context.Context, p *ClaimParams) (*reconcile.ClaimResult, error)
-	// Renew extends the lease of the holder of p.Fence.
-	Renew(ctx context.Context, p *RenewParams) (*reconcile.WriteResult, error)
-	// Settle completes or fails a claim, conditional on its fence token. A
+	ClaimAcquire(ctx context.Context, p *ClaimParams) (*reconcile.ClaimResult, error)
+	// ClaimRenew extends the lease of the holder of p.Fence.
+	ClaimRenew(ctx context.Context, p *RenewParams) (*reconcile.WriteResult, error)
+	// ClaimSettle completes or fails a claim, conditional on its fence token. A
 	// superseded token changes nothing and returns Superseded; a superseded
 	// success is also recorded as an orphan. A second settle with the same
 	// token fails with reconcile.ErrAlreadySettled, a token never issued with
 	// reconcile.ErrUnknownFence, and a key never claimed with
 	// reconcile.ErrNotFound.
-	Settle(ctx context.Context, p *SettleParams) (*reconcile.WriteResult, error)
-	// ClaimOf returns the claim on key, or reconcile.ErrNotFound.
-	ClaimOf(ctx context.Context, key string) (*reconcile.Claim, error)
-	// ClaimsByKey returns the claims on those of keys that have one, by key,
+	ClaimSettle(ctx context.Context, p *SettleParams) (*reconcile.WriteResult, error)
+	// ClaimGet returns the claim on key, or reconcile.ErrNotFound.
+	ClaimGet(ctx context.Context, key string) (*reconcile.Claim, error)
+	// ClaimGetMany returns the claims on those of keys that have one, by key,
 	// in one round trip.
-	ClaimsByKey(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error)
-	// Orphans lists every orphan recorded, oldest first.
-	Orphans(ctx context.Context) ([]reconcile.Orphan, error)
+	ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error)
+	// OrphanList lists every orphan recorded, oldest first.
+	OrphanList(ctx context.Context) ([]reconcile.Orphan, error)
 
-	// FindSource returns the manifest entry of content with this hash, or
+	// SourceFind returns the manifest entry of content with this hash, or
 	// of an S3 object with this ETag, or reconcile.ErrNotFound. Empty
 	// arguments match nothing.
-	FindSource(ctx context.Context, hash, etag string) (*SourceRecord, error)
-	// IngestSource writes one source in one transaction. fill streams the
+	SourceFind(ctx context.Context, hash, etag string) (*SourceRecord, error)
+	// SourceIngest writes one source in one transaction. fill streams the
 	// source's evidence and rejected rows into the writer it is given and
 	// returns the source's account; the manifest entry is completed last.
 	// Content already in the manifest (the same hash) writes nothing and
 	// returns Duplicate. An error from fill rolls everything back.
-	IngestSource(ctx context.Context, p *IngestParams, fill func(w SourceWriter) (*SourceRecord, error)) (*IngestResult, error)
-	// Sources lists the manifest, oldest first.
-	Sources(ctx context.Context) ([]SourceRecord, error)
-	// SourceRows returns what IngestSource wrote for a source, in order.
-	SourceRows(ctx context.Context, sourceID int64) (*SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error)
-	// RejectedRows returns the first limit rejected rows of a source (all
+	SourceIngest(ctx context.Context, p *IngestParams, fill func(w SourceWriter) (*SourceRecord, error)) (*IngestResult, error)
+	// SourceList lists the manifest, oldest first.
+	SourceList(ctx context.Context) ([]SourceRecord, error)
+	// SourceGetRows returns what SourceIngest wrote for a source, in order.
+	SourceGetRows(ctx context.Context, sourceID int64) (*SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error)
+	// RejectedListBySource returns the first limit rejected rows of a source (all
 	// when limit is 0), in order: what a run reports again for an input
 	// ingested before.
-	RejectedRows(ctx context.Context, sourceID int64, limit int) ([]reconcile.Rejected, error)
+	RejectedListBySource(ctx context.Context, sourceID int64, limit int) ([]reconcile.Rejected, error)
 
-	// LinkedEvidence returns the evidence outside the given sources that
+	// EvidenceListLinked returns the evidence outside the given sources that
 	// names one of the effect keys (EffectKey, ParentEffectKey) or provider ids (TxID,
 	// PaymentIntent, ParentTxID): what earlier runs saw of those effects.
-	LinkedEvidence(ctx context.Context, p *LinkParams) ([]reconcile.Evidence, error)
-	// Coverage returns what the evidence of the given sources reports on:
+	EvidenceListLinked(ctx context.Context, p *LinkParams) ([]reconcile.Evidence, error)
+	// CoverageList returns what the evidence of the given sources reports on:
 	// each provider and kind, with the latest time of its records.
-	Coverage(ctx context.Context, sourceIDs []int64) ([]CoverageEnd, error)
-	// MatchPartitions prepares the matching of a run inside the ledger and
+	CoverageList(ctx context.Context, sourceIDs []int64) ([]CoverageEnd, error)
+	// PartitionMatch prepares the matching of a run inside the ledger and
 	// hands it to match one partition at a time. The effects a run
 	// classifies (its scope) are every effect not finally reconciled and
 	// not abandoned, and every effect
@@ -104,69 +104,69 @@ type Store interface {
 	// next partition and record the last while match classifies one. The
 	// confirmations match returns are recorded as the matching goes on,
 	// one transaction per partition, and all of them by the time
-	// MatchPartitions returns: each effect's state becomes confirmed and
+	// PartitionMatch returns: each effect's state becomes confirmed and
 	// final (its since kept when it was confirmed already), and an
 	// attempted effect is confirmed with the given id, conditional on it
 	// still being attempted. An error from match stops the matching and is
 	// returned; the partitions recorded before it stay recorded.
-	MatchPartitions(ctx context.Context, p *MatchParams, match func(part *Partition) ([]Confirmation, error)) (*MatchSummary, error)
-	// RecordFindings writes a run's findings in one transaction, as the
+	PartitionMatch(ctx context.Context, p *MatchParams, match func(part *Partition) ([]Confirmation, error)) (*MatchSummary, error)
+	// FindingRecord writes a run's findings in one transaction, as the
 	// drivers' shared Decide gives them: a finding row for each discrepancy
 	// other than confirmed, the state of every classified effect, and, for each
 	// confirmed effect still attempted, its confirmation with the
 	// transaction's id, conditional on the row still being attempted so
 	// that a concurrent change by the application is never overwritten.
-	RecordFindings(ctx context.Context, p *FindingsParams) (*FindingsResult, error)
-	// Findings returns a run's findings in the order they were recorded.
-	Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error)
-	// EffectFindings returns every finding about one effect, oldest run
+	FindingRecord(ctx context.Context, p *FindingsParams) (*FindingsResult, error)
+	// FindingListByRun returns a run's findings in the order they were recorded.
+	FindingListByRun(ctx context.Context, runID string) ([]reconcile.Discrepancy, error)
+	// FindingListByEffect returns every finding about one effect, oldest run
 	// first: its history.
-	EffectFindings(ctx context.Context, effectKey string) ([]RunFinding, error)
-	// EffectStates returns the state of the given effects that have one.
-	EffectStates(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error)
+	FindingListByEffect(ctx context.Context, effectKey string) ([]RunFinding, error)
+	// EffectStateGetMany returns the state of the given effects that have one.
+	EffectStateGetMany(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error)
 
-	// Escalate opens an escalation, or returns the one open under its key
+	// EscalationOpen opens an escalation, or returns the one open under its key
 	// (Opened false). A resolved escalation under the key is opened again
 	// under the next generation (Opened true): it is paged again, once.
-	Escalate(ctx context.Context, p *EscalateParams) (*EscalateResult, error)
-	// MarkPaged records that the pager took an escalation's generation.
-	MarkPaged(ctx context.Context, p *MarkPagedParams) error
-	// Escalations lists escalations, oldest first: those about one subject
+	EscalationOpen(ctx context.Context, p *EscalateParams) (*EscalateResult, error)
+	// EscalationMarkPaged records that the pager took an escalation's generation.
+	EscalationMarkPaged(ctx context.Context, p *MarkPagedParams) error
+	// EscalationList lists escalations, oldest first: those about one subject
 	// and the effects it compensates through (Subject), or all not resolved
 	// (Open), or those resolved since a time (ResolvedSince), or all.
-	Escalations(ctx context.Context, p *EscalationsParams) ([]reconcile.Escalation, error)
-	// Acknowledge marks an open escalation as taken in hand by someone. An
+	EscalationList(ctx context.Context, p *EscalationsParams) ([]reconcile.Escalation, error)
+	// EscalationAcknowledge marks an open escalation as taken in hand by someone. An
 	// acknowledged one is returned as it is; a resolved one fails with
 	// reconcile.ErrInvalidTransition, an unknown key with ErrNotFound.
-	Acknowledge(ctx context.Context, p *AcknowledgeParams) (*reconcile.Escalation, error)
-	// Resolve records a person's decision on an effect in one transaction:
+	EscalationAcknowledge(ctx context.Context, p *AcknowledgeParams) (*reconcile.Escalation, error)
+	// EffectResolve records a person's decision on an effect in one transaction:
 	// the resolution, the effect's state (final), an attempted effect
 	// abandoned or confirmed as decided, and every escalation about it
 	// closed. It returns the escalations it closed.
-	Resolve(ctx context.Context, p *ResolveParams) (*ResolveResult, error)
-	// ClaimsOf returns the claims on an effect's actions: the key itself and
+	EffectResolve(ctx context.Context, p *ResolveParams) (*ResolveResult, error)
+	// ClaimListByEffect returns the claims on an effect's actions: the key itself and
 	// every key that starts with it and a colon, in key order.
-	ClaimsOf(ctx context.Context, effectKey string) ([]reconcile.Claim, error)
+	ClaimListByEffect(ctx context.Context, effectKey string) ([]reconcile.Claim, error)
 
-	// StartRun records a run as running.
-	StartRun(ctx context.Context, p *StartRunParams) (*reconcile.Run, error)
-	// FinishRun records how a running run ended.
-	FinishRun(ctx context.Context, p *FinishRunParams) (*reconcile.Run, error)
-	// Run returns one run, or reconcile.ErrNotFound.
-	Run(ctx context.Context, id string) (*reconcile.Run, error)
-	// Runs lists the latest runs, newest first (by start time, then id),
+	// RunStart records a run as running.
+	RunStart(ctx context.Context, p *StartRunParams) (*reconcile.Run, error)
+	// RunFinish records how a running run ended.
+	RunFinish(ctx context.Context, p *FinishRunParams) (*reconcile.Run, error)
+	// RunGet returns one run, or reconcile.ErrNotFound.
+	RunGet(ctx context.Context, id string) (*reconcile.Run, error)
+	// RunList lists the latest runs, newest first (by start time, then id),
 	// without their results: Run reads one. At most p.Limit of them (0:
 	// all), and only those with p.Status when it is set.
-	Runs(ctx context.Context, p *RunsParams) ([]reconcile.Run, error)
+	RunList(ctx context.Context, p *RunsParams) ([]reconcile.Run, error)
 
-	// Migrate applies every pending migration, in order, in one transaction,
+	// SchemaMigrate applies every pending migration, in order, in one transaction,
 	// and returns those it applied: none the second time. Two processes that
 	// migrate at once serialize.
-	Migrate(ctx context.Context) ([]Migration, error)
-	// CheckSchema fails with an error wrapping reconcile.ErrSchema when the
+	SchemaMigrate(ctx context.Context) ([]Migration, error)
+	// SchemaCheck fails with an error wrapping reconcile.ErrSchema when the
 	// ledger has pending migrations, is ahead of this binary, or was migrated
 	// with a migration that differs from the embedded one.
-	CheckSchema(ctx context.Context) error
+	SchemaCheck(ctx context.Context) error
 
 	// Close releases the connections.
 	Close() error
@@ -276,7 +276,7 @@ type RunsParams struct {
 type LinkParams struct {
 	Keys []string // effect keys
 	IDs  []string // provider ids: external ids of effects, transaction ids of evidence
-	// ExcludeSources leaves these sources' evidence out (LinkedEvidence).
+	// ExcludeSources leaves these sources' evidence out (EvidenceListLinked).
 	ExcludeSources []int64
 }
 

@@ -119,15 +119,15 @@ type MatchSummary struct {
 // the run stages its linked partitions in the ledger, and they are handed
 // out, one at a time, to the processes that work them (its own among them).
 type Distributor interface {
-	// DistributePartitions links the run's evidence as MatchPartitions
+	// PartitionDistribute links the run's evidence as PartitionMatch
 	// does, stages the partitions, hands them out and waits until each has
 	// been matched and recorded, once. It returns the summary and the
 	// result of each partition (the second value of d.Match), in partition
 	// order.
-	DistributePartitions(ctx context.Context, p *MatchParams, d *Distribution) (*MatchSummary, [][]byte, error)
-	// WorkPartitions matches and records the partitions of any run, d.Workers
+	PartitionDistribute(ctx context.Context, p *MatchParams, d *Distribution) (*MatchSummary, [][]byte, error)
+	// PartitionWork matches and records the partitions of any run, d.Workers
 	// at a time, until ctx ends.
-	WorkPartitions(ctx context.Context, d *Distribution) error
+	PartitionWork(ctx context.Context, d *Distribution) error
 }
 
 // Distribution says how a run's partitions are matched by whoever takes

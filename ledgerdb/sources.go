@@ -4,7 +4,7 @@ import (
 	"reconcile"
 )
 
-// SourceWriter receives one source's rows inside IngestSource's transaction.
+// SourceWriter receives one source's rows inside SourceIngest's transaction.
 type SourceWriter interface {
 	Evidence(e *reconcile.Evidence) error
 	Reject(r *reconcile.Rejected) error
@@ -33,7 +33,7 @@ type IngestParams struct {
 	RunID string
 }
 
-// IngestResult says how IngestSource ended.
+// IngestResult says how SourceIngest ended.
 type IngestResult struct {
 	SourceID int64
 	// Duplicate is true when the same content was already in the manifest:

@@ -136,7 +136,7 @@ func (h *hostile) effect(key, step string, status reconcile.Status, extID string
 	if status == reconcile.StatusConfirmed {
 		e.ConfirmedAt = e.CreatedAt
 	}
-	if err := h.l.Open(h.t, nil).LoadEffects(context.Background(), []reconcile.Effect{e}); err != nil {
+	if err := h.l.Open(h.t, nil).EffectLoad(context.Background(), []reconcile.Effect{e}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -256,7 +256,7 @@ func (h *hostile) money(refunds, payments int) {
 
 func (h *hostile) status(key string) (reconcile.Status, string) {
 	h.t.Helper()
-	e, err := h.l.Open(h.t, nil).Effect(context.Background(), key)
+	e, err := h.l.Open(h.t, nil).EffectGet(context.Background(), key)
 	if err != nil {
 		h.t.Fatal(err)
 	}

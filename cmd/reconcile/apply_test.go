@@ -94,7 +94,7 @@ func newApplyWorld(t *testing.T, l *ledgerdbtest.Ledger) *applyWorld {
 		effects = append(effects, e)
 	}
 	store := l.Open(t, nil)
-	if err := store.LoadEffects(ctx, effects); err != nil {
+	if err := store.EffectLoad(ctx, effects); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -217,7 +217,7 @@ func (w *applyWorld) check() {
 	ctx := context.Background()
 	store := w.l.Open(w.t, nil)
 	for _, key := range w.missing {
-		e, err := store.Effect(ctx, key)
+		e, err := store.EffectGet(ctx, key)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -226,14 +226,14 @@ func (w *applyWorld) check() {
 		}
 	}
 	for _, r := range w.sb.Refunds() {
-		e, err := store.Effect(ctx, r.Metadata["effect_key"])
+		e, err := store.EffectGet(ctx, r.Metadata["effect_key"])
 		if err != nil {
 			w.t.Fatalf("refund %s has no compensation row: %v", r.ID, err)
 		}
 		if e.Status != reconcile.StatusConfirmed || e.ExternalID != r.ID || e.Depth != 1 || e.ParentKey != r.Metadata["compensates"] {
 			w.t.Errorf("compensation %s: %s %q depth %d parent %s; want confirmed %s at depth 1", e.Key, e.Status, e.ExternalID, e.Depth, e.ParentKey, r.ID)
 		}
-		if c, err := store.ClaimOf(ctx, e.Key); err != nil || c.State != reconcile.ClaimDone {
+		if c, err := store.ClaimGet(ctx, e.Key); err != nil || c.State != reconcile.ClaimDone {
 			w.t.Errorf("claim of %s = %+v, %v; want done", e.Key, c, err)
 		}
 	}
@@ -364,7 +364,7 @@ func TestSecondRoundOnTheProvidersNewReportConfirmsTheRepairs(t *testing.T) {
 			t.Errorf("second round still acts: %+v", r.Discrepancies)
 		}
 		store := l.Open(t, nil)
-		states, err := store.EffectStates(context.Background(), append(append([]string{}, w.missing...), compensationKeys(t, w)...))
+		states, err := store.EffectStateGetMany(context.Background(), append(append([]string{}, w.missing...), compensationKeys(t, w)...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,7 +396,7 @@ func TestApplyNeedsTheProviderKey(t *testing.T) {
 		t.Errorf("exit %d, %q; want a usage error naming STRIPE_API_KEY", code, errOut)
 	}
 	store := l.Open(t, nil)
-	if srcs, _ := store.Sources(context.Background()); len(srcs) != 0 {
+	if srcs, _ := store.SourceList(context.Background()); len(srcs) != 0 {
 		t.Errorf("a refused run ingested %d sources", len(srcs))
 	}
 }

@@ -255,12 +255,12 @@ func (a *app) benchLoad(ctx context.Context, world *fixtures.World, dir, name, l
 	if err != nil {
 		return "", "", 0, err
 	}
-	if _, err := store.Migrate(ctx); err != nil {
+	if _, err := store.SchemaMigrate(ctx); err != nil {
 		store.Close()
 		return "", "", 0, err
 	}
 	t = time.Now()
-	if err := store.LoadEffects(ctx, world.Effects); err != nil {
+	if err := store.EffectLoad(ctx, world.Effects); err != nil {
 		store.Close()
 		return "", "", 0, fmt.Errorf("load effects (the ledger must be empty): %w", err)
 	}

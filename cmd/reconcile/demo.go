@@ -88,7 +88,7 @@ func (a *app) demo(ctx context.Context, dir string, keep bool) error {
 		return err
 	}
 	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
+	if _, err := store.SchemaMigrate(ctx); err != nil {
 		return err
 	}
 	s := &shop{store: store, sb: sb, url: provSrv.URL, happened: map[string]int{},

@@ -58,7 +58,7 @@ func (s *shop) order(ctx context.Context, i int) error {
 		return json.RawMessage(fmt.Sprintf(`{"amount": %d, "currency": %q, "customer": "cus_%04d", "payment_method": "pm_card_visa",
 			"description": "Order %d", "metadata": {"effect_key": %q, "order": "SO-%05d"}}`, amount, cur, i, i, key, i))
 	}
-	if _, err := s.store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "shop_20261129", Step: "charge", Provider: "stripe", Request: req(amount)}); err != nil {
+	if _, err := s.store.EffectRecord(ctx, &ledgerdb.RecordParams{Key: key, RunID: "shop_20261129", Step: "charge", Provider: "stripe", Request: req(amount)}); err != nil {
 		return err
 	}
 	fault := ""
@@ -92,7 +92,7 @@ func (s *shop) order(ctx context.Context, i int) error {
 		if err != nil {
 			return err
 		}
-		_, err = s.store.Confirm(ctx, &ledgerdb.ConfirmParams{Key: key, ExternalID: made.ID, Response: made.Response})
+		_, err = s.store.EffectConfirm(ctx, &ledgerdb.ConfirmParams{Key: key, ExternalID: made.ID, Response: made.Response})
 		return err
 	}
 	made, err := s.client.CreatePaymentIntent(ctx, key, req(amount))
@@ -108,7 +108,7 @@ func (s *shop) order(ctx context.Context, i int) error {
 	if fault == faultCrashAfterCall {
 		return nil
 	}
-	if _, err := s.store.Confirm(ctx, &ledgerdb.ConfirmParams{Key: key, ExternalID: made.ID, Response: made.Response}); err != nil {
+	if _, err := s.store.EffectConfirm(ctx, &ledgerdb.ConfirmParams{Key: key, ExternalID: made.ID, Response: made.Response}); err != nil {
 		return err
 	}
 	if fault == faultStaleWorker {

@@ -157,7 +157,7 @@ func TestDistributedRunMatchesOneProcess(t *testing.T) {
 	// (0: the run alone); before, when it is set, while the first run waits.
 	nights := func(t *testing.T, processes int, before func(url string)) (result, state string) {
 		l := ledgerdbtest.New(t, "postgres")
-		if err := l.Open(t, nil).LoadEffects(context.Background(), world.Effects); err != nil {
+		if err := l.Open(t, nil).EffectLoad(context.Background(), world.Effects); err != nil {
 			t.Fatal(err)
 		}
 		first := runNight(t, l.URL, processes > 0, "250", func() {
@@ -225,7 +225,7 @@ func TestDistributingNeedsPostgreSQL(t *testing.T) {
 			t.Errorf("%v = %d, %q; want 2 and the reason", args, code, errOut)
 		}
 	}
-	srcs, err := l.Open(t, nil).Sources(context.Background())
+	srcs, err := l.Open(t, nil).SourceList(context.Background())
 	if err != nil || len(srcs) != 0 {
 		t.Errorf("sources after refusing = %v, %v; want none", srcs, err)
 	}

@@ -24,13 +24,13 @@ func ledgerState(t *testing.T, ledger string) string {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	srcs, err := store.Sources(ctx)
+	srcs, err := store.SourceList(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := []any{srcs}
 	for _, k := range seededKeys {
-		e, err := store.Effect(ctx, k)
+		e, err := store.EffectGet(ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -106,11 +106,11 @@ func testIngestTwiceAddsNothing(t *testing.T, ledger string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	srcs, err := store.Sources(ctx)
+	srcs, err := store.SourceList(ctx)
 	if err != nil || len(srcs) != 1 {
 		t.Fatalf("Sources = %+v, %v; want one", srcs, err)
 	}
-	rec, ev, rej, err := store.SourceRows(ctx, srcs[0].ID)
+	rec, ev, rej, err := store.SourceGetRows(ctx, srcs[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

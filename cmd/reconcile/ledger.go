@@ -44,7 +44,7 @@ func openLedger(ctx context.Context, url string, cfg ledgerdb.Config) (ledgerdb.
 			return nil, loc, scrub(err, loc)
 		}
 		store = s
-		err = store.CheckSchema(ctx)
+		err = store.SchemaCheck(ctx)
 		if err != nil {
 			store.Close()
 			return nil, loc, err
@@ -55,7 +55,7 @@ func openLedger(ctx context.Context, url string, cfg ledgerdb.Config) (ledgerdb.
 			return nil, loc, err
 		}
 		store = s
-		if _, err := store.Migrate(ctx); err != nil {
+		if _, err := store.SchemaMigrate(ctx); err != nil {
 			store.Close()
 			return nil, loc, err
 		}

@@ -24,7 +24,7 @@ Example:
 				return err
 			}
 			defer store.Close()
-			applied, err := store.Migrate(ctx)
+			applied, err := store.SchemaMigrate(ctx)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ func TestMultiFormatWorldRunsAsBuilt(t *testing.T) {
 func testMultiFormatWorld(t *testing.T, l *ledgerdbtest.Ledger) {
 	const seed = 11
 	w := fixtures.NewMultiWorld(400, fixtures.CaseRates, seed)
-	if err := l.Open(t, nil).LoadEffects(context.Background(), w.Effects); err != nil {
+	if err := l.Open(t, nil).EffectLoad(context.Background(), w.Effects); err != nil {
 		t.Fatal(err)
 	}
 	paths, err := w.WriteFiles(t.TempDir(), seed)

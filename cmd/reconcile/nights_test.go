@@ -94,7 +94,7 @@ func testResolutionSticks(t *testing.T, l *ledgerdbtest.Ledger) {
 				Request:   json.RawMessage(`{"amount": ` + itoa(amount) + `, "currency": "eur", "metadata": {"effect_key": "` + key + `"}}`),
 				CreatedAt: created, ConfirmedAt: created})
 		}
-		if err := l.Open(t, nil).LoadEffects(context.Background(), effects); err != nil {
+		if err := l.Open(t, nil).EffectLoad(context.Background(), effects); err != nil {
 			t.Fatal(err)
 		}
 		day := created.Add(time.Hour).Format("2006-01-02 15:04:05")

@@ -212,7 +212,7 @@ Example:
 				}
 				return err
 			}
-			list, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: !all})
+			list, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{Open: !all})
 			if err != nil {
 				return err
 			}

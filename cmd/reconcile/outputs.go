@@ -76,7 +76,7 @@ func (a *app) writeMetrics(ctx context.Context, f *outputFlags, res *report.Resu
 // still open, to path: through a temporary file, so that a reader never
 // sees half a workbook.
 func writeSpreadsheet(ctx context.Context, store ledgerdb.Store, path string, res *report.Result) error {
-	open, err := store.Escalations(ctx, &ledgerdb.EscalationsParams{Open: true})
+	open, err := store.EscalationList(ctx, &ledgerdb.EscalationsParams{Open: true})
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ Example:
 					return err
 				}
 			}
-			run, err := store.Run(ctx, runID)
+			run, err := store.RunGet(ctx, runID)
 			if errors.Is(err, reconcile.ErrNotFound) {
 				return usageError("no run %q in the ledger", runID)
 			}

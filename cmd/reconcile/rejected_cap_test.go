@@ -71,11 +71,11 @@ func TestRejectedRowsAreCountedExactlyAndListedWithinABound(t *testing.T) {
 		}
 		check("run", &r)
 		store := l.Open(t, nil)
-		srcs, err := store.Sources(context.Background())
+		srcs, err := store.SourceList(context.Background())
 		if err != nil || len(srcs) != 1 {
 			t.Fatalf("sources = %v, %v", srcs, err)
 		}
-		rows, err := store.RejectedRows(context.Background(), srcs[0].ID, 0)
+		rows, err := store.RejectedListBySource(context.Background(), srcs[0].ID, 0)
 		if err != nil || len(rows) != n || len(rows[0].Raw) < 3000 {
 			t.Errorf("the ledger keeps %d rejected rows (%v), want all %d with their raw text", len(rows), err, n)
 		}

@@ -48,7 +48,7 @@ func seedLedger(t *testing.T, url string) {
 	}
 	defer store.Close()
 	rec := func(key, step, req string) {
-		if _, err := store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_1", Step: step, Provider: "stripe", Request: json.RawMessage(req)}); err != nil {
+		if _, err := store.EffectRecord(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_1", Step: step, Provider: "stripe", Request: json.RawMessage(req)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func seedLedger(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer later.Close()
-	if _, err := later.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: "run_1:charge:3", RunID: "run_1", Step: "charge", Provider: "stripe",
+	if _, err := later.EffectRecord(ctx, &ledgerdb.RecordParams{Key: "run_1:charge:3", RunID: "run_1", Step: "charge", Provider: "stripe",
 		Request: json.RawMessage(`{"amount": 500, "currency": "eur"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -172,11 +172,11 @@ func testRunClassifiesAndPlans(t *testing.T, ledger string) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	e, err := store.Effect(ctx, "run_1:charge:0")
+	e, err := store.EffectGet(ctx, "run_1:charge:0")
 	if err != nil || e.Status != "confirmed" || e.ExternalID != "pi_0" {
 		t.Errorf("run_1:charge:0 after the run = %+v, %v; want confirmed as pi_0", e, err)
 	}
-	findings, err := store.Findings(ctx, r.RunID)
+	findings, err := store.FindingListByRun(ctx, r.RunID)
 	if err != nil || len(findings) != 6 {
 		t.Errorf("recorded findings = %d, %v; want 6", len(findings), err)
 	}
@@ -204,7 +204,7 @@ func testRunClassifiesAndPlans(t *testing.T, ledger string) {
 	if diff := cmp.Diff(r, again); diff != "" {
 		t.Errorf("second run on the same inputs differs (-first +second):\n%s", diff)
 	}
-	if srcs, err := store.Sources(ctx); err != nil || len(srcs) != 1 {
+	if srcs, err := store.SourceList(ctx); err != nil || len(srcs) != 1 {
 		t.Errorf("sources after two runs = %d, %v; want 1", len(srcs), err)
 	}
 }
@@ -258,7 +258,7 @@ func testRunWithAnUnreadableInputChangesNothing(t *testing.T, migrated func(*tes
 				t.Fatal(err)
 			}
 			defer store.Close()
-			if srcs, err := store.Sources(context.Background()); err != nil || len(srcs) != 0 {
+			if srcs, err := store.SourceList(context.Background()); err != nil || len(srcs) != 0 {
 				t.Errorf("sources after a refused run = %+v, %v; want none", srcs, err)
 			}
 		})

@@ -99,7 +99,7 @@ Example:
 // listRuns reads the latest runs and what their results say. Each result
 // is read whole, one at a time: --limit bounds the work.
 func listRuns(ctx context.Context, store ledgerdb.Store, limit int) ([]runRow, error) {
-	runs, err := store.Runs(ctx, &ledgerdb.RunsParams{Limit: limit})
+	runs, err := store.RunList(ctx, &ledgerdb.RunsParams{Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func listRuns(ctx context.Context, store ledgerdb.Store, limit int) ([]runRow, e
 		case reconcile.RunFailed:
 			row.ExitStatus = intPtr(exitFailure)
 		case reconcile.RunSucceeded:
-			full, err := store.Run(ctx, r.ID)
+			full, err := store.RunGet(ctx, r.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -141,7 +141,7 @@ func listRuns(ctx context.Context, store ledgerdb.Store, limit int) ([]runRow, e
 // latestRun is the id of the newest run that finished, or a usage error
 // when there is none.
 func latestRun(ctx context.Context, store ledgerdb.Store) (string, error) {
-	runs, err := store.Runs(ctx, &ledgerdb.RunsParams{})
+	runs, err := store.RunList(ctx, &ledgerdb.RunsParams{})
 	if err != nil {
 		return "", err
 	}

@@ -65,13 +65,13 @@ func TestRunsListsTheLatestRunsAndExportTakesTheLatest(t *testing.T) {
 
 	ctx := context.Background()
 	store := l.Open(t, nil)
-	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: "rec_failed", Args: json.RawMessage(`{"apply": true}`)}); err != nil {
+	if _, err := store.RunStart(ctx, &ledgerdb.StartRunParams{ID: "rec_failed", Args: json.RawMessage(`{"apply": true}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.FinishRun(ctx, &ledgerdb.FinishRunParams{ID: "rec_failed", Status: reconcile.RunFailed}); err != nil {
+	if _, err := store.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "rec_failed", Status: reconcile.RunFailed}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.StartRun(ctx, &ledgerdb.StartRunParams{ID: "rec_running", Args: json.RawMessage(`{"apply": false}`)}); err != nil {
+	if _, err := store.RunStart(ctx, &ledgerdb.StartRunParams{ID: "rec_running", Args: json.RawMessage(`{"apply": false}`)}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -24,14 +24,14 @@ func TestRunSkipsWhileAnotherHoldsTheLease(t *testing.T) {
 	l := ledgerdbtest.New(t, "sqlite")
 	store := l.Open(t, nil)
 	ctx := context.Background()
-	if _, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: "cron-host:42", TTL: time.Minute}); err != nil {
+	if _, err := store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: "cron-host:42", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := reconcileCmd(t, "run", "--ledger", l.URL, writeFile(t, "s.itemized.csv", settlement))
 	if code != 0 || out != "" || !strings.Contains(errOut, "this run is skipped") || !strings.Contains(errOut, "cron-host:42") {
 		t.Errorf("run = %d, %q, %q; want a skip naming the holder", code, out, errOut)
 	}
-	if srcs, _ := store.Sources(ctx); len(srcs) != 0 {
+	if srcs, _ := store.SourceList(ctx); len(srcs) != 0 {
 		t.Errorf("a skipped run ingested %d sources", len(srcs))
 	}
 	// Without the lease, the run goes ahead and gives the lease back.

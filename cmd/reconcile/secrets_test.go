@@ -147,18 +147,18 @@ func TestOnCallTablesEscapeControlCharacters(t *testing.T) {
 	store := l.Open(t, nil)
 	ctx := context.Background()
 	key := "run_1:charge:0" + forged
-	if _, err := store.RecordAttempt(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_1" + forged, Step: "charge" + forged, Provider: "stripe",
+	if _, err := store.EffectRecord(ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_1" + forged, Step: "charge" + forged, Provider: "stripe",
 		Request: json.RawMessage(`{"amount": 100, "currency": "eur", "note": "\u001b[31m\r\nFORGED"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := store.Claim(ctx, &ledgerdb.ClaimParams{Key: key + ":redeliver", Owner: "host" + forged})
+	c, err := store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: key + ":redeliver", Owner: "host" + forged})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Settle(ctx, &ledgerdb.SettleParams{Key: key + ":redeliver", Fence: c.Claim.Fence, Owner: "host" + forged, Error: "provider said " + forged}); err != nil {
+	if _, err := store.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: key + ":redeliver", Fence: c.Claim.Fence, Owner: "host" + forged, Error: "provider said " + forged}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Escalate(ctx, &ledgerdb.EscalateParams{Key: key + ":escalate:mismatched", Subject: key, Class: reconcile.Mismatched,
+	if _, err := store.EscalationOpen(ctx, &ledgerdb.EscalateParams{Key: key + ":escalate:mismatched", Subject: key, Class: reconcile.Mismatched,
 		Reason: "reason " + forged, RunID: "run_1"}); err != nil {
 		t.Fatal(err)
 	}

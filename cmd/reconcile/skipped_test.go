@@ -25,7 +25,7 @@ func TestSkippedRunSaysSoInItsJSONResult(t *testing.T) {
 	l := ledgerdbtest.New(t, "sqlite")
 	ctx := context.Background()
 	holder := "cron-host:4242:rec_20261129T043000Z_aaaaaa"
-	if _, err := l.Open(t, nil).Claim(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: holder, TTL: time.Hour}); err != nil {
+	if _, err := l.Open(t, nil).ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: job.RunLeaseKey, Owner: holder, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	input := writeFile(t, "x.itemized.csv", settlement)
@@ -56,7 +56,7 @@ func TestSkippedRunSaysSoInItsJSONResult(t *testing.T) {
 	if code, out, _ := reconcileCmd(t, "run", "--ledger", l.URL, "--json", "-", input); code != exitOK || out != "" {
 		t.Errorf("run --json - with the lease held = exit %d, stdout %q; want exit 0 and nothing", code, out)
 	}
-	if srcs, _ := l.Open(t, nil).Sources(ctx); len(srcs) != 0 {
+	if srcs, _ := l.Open(t, nil).SourceList(ctx); len(srcs) != 0 {
 		t.Errorf("a skipped run ingested %d sources, want none", len(srcs))
 	}
 }

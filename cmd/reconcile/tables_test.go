@@ -17,7 +17,7 @@ func TestOnCallTablesFitATerminal(t *testing.T) {
 	l := ledgerdbtest.New(t, "sqlite")
 	store := l.Open(t, nil)
 	long := strings.Repeat("the provider answered something long and detailed; ", 12)
-	if _, err := store.Escalate(context.Background(), &ledgerdb.EscalateParams{Key: "shop:charge:1:escalate:mismatched", Subject: "shop:charge:1",
+	if _, err := store.EscalationOpen(context.Background(), &ledgerdb.EscalateParams{Key: "shop:charge:1:escalate:mismatched", Subject: "shop:charge:1",
 		Class: reconcile.Mismatched, Reason: long, RunID: "rec_1"}); err != nil {
 		t.Fatal(err)
 	}

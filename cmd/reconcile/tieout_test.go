@@ -23,7 +23,7 @@ func TestResultCarriesTheTieOut(t *testing.T) {
 		effects = append(effects, reconcile.Effect{Key: k, RunID: "shop", Step: "charge", Provider: "stripe", Status: reconcile.StatusConfirmed,
 			Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`), CreatedAt: at, ConfirmedAt: at})
 	}
-	if err := l.Open(t, nil).LoadEffects(context.Background(), effects); err != nil {
+	if err := l.Open(t, nil).EffectLoad(context.Background(), effects); err != nil {
 		t.Fatal(err)
 	}
 	report := writeFile(t, "itemized.csv", "balance_transaction_id,created_utc,source_id,reporting_category,currency,gross,fee,net,payment_metadata[effect_key]\n"+

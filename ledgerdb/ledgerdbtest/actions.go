@@ -21,7 +21,7 @@ func compensation() *ledgerdb.RecordParams {
 // A claim that carries an effect writes both in one transaction.
 func testClaimWritesCompensationRow(e *env) {
 	e.record("r:charge:0", chargeReq)
-	r, err := e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "a", TTL: Lease, Effect: compensation()})
+	r, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "a", TTL: Lease, Effect: compensation()})
 	if err != nil || r.Outcome != reconcile.Claimed {
 		e.t.Fatalf("Claim with effect = %v, %v; want claimed", r, err)
 	}
@@ -31,7 +31,7 @@ func testClaimWritesCompensationRow(e *env) {
 	}
 	// Taking the action over after the lease records nothing new.
 	e.clock.Advance(Lease)
-	r, err = e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "b", TTL: Lease, Effect: compensation()})
+	r, err = e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "b", TTL: Lease, Effect: compensation()})
 	if err != nil || r.Outcome != reconcile.Claimed || r.Claim.Fence != 2 {
 		e.t.Fatalf("second Claim = %+v, %v; want claimed with fence 2", r, err)
 	}
@@ -46,14 +46,14 @@ func testClaimWithConflictingRowTakesNothing(e *env) {
 	e.record("r:charge:0", chargeReq)
 	other := compensation()
 	other.Request = json.RawMessage(`{"charge": "ch_c"}`)
-	if _, err := e.store.RecordAttempt(e.ctx, other); err != nil {
+	if _, err := e.store.EffectRecord(e.ctx, other); err != nil {
 		e.t.Fatal(err)
 	}
-	_, err := e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "a", TTL: Lease, Effect: compensation()})
+	_, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "a", TTL: Lease, Effect: compensation()})
 	if !errors.Is(err, reconcile.ErrKeyReused) {
 		e.t.Fatalf("Claim over a conflicting row: err = %v, want ErrKeyReused", err)
 	}
-	if _, err := e.store.ClaimOf(e.ctx, compKey); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.ClaimGet(e.ctx, compKey); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("the refused claim was kept: ClaimOf err = %v, want ErrNotFound", err)
 	}
 }
@@ -63,14 +63,14 @@ func testClaimWithConflictingRowTakesNothing(e *env) {
 func testSettleConfirmsOnlyWhenWritten(e *env) {
 	e.record("r:charge:0", chargeReq)
 	claim := func(owner string) int64 {
-		r, err := e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: owner, TTL: Lease, Effect: compensation()})
+		r, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: owner, TTL: Lease, Effect: compensation()})
 		if err != nil || r.Outcome != reconcile.Claimed {
 			e.t.Fatalf("Claim = %v, %v", r, err)
 		}
 		return r.Claim.Fence
 	}
 	settle := func(fence int64, id string) *reconcile.WriteResult {
-		r, err := e.store.Settle(e.ctx, &ledgerdb.SettleParams{Key: compKey, Fence: fence, Success: true, Result: json.RawMessage(`{"id":"` + id + `"}`),
+		r, err := e.store.ClaimSettle(e.ctx, &ledgerdb.SettleParams{Key: compKey, Fence: fence, Success: true, Result: json.RawMessage(`{"id":"` + id + `"}`),
 			Confirm: &ledgerdb.ConfirmParams{Key: compKey, ExternalID: id}})
 		if err != nil {
 			e.t.Fatal(err)
@@ -99,38 +99,38 @@ func testSettleConfirmsOnlyWhenWritten(e *env) {
 func testEscalationOpensOnce(e *env) {
 	e.record("r:charge:0", chargeReq)
 	p := &ledgerdb.EscalateParams{Key: compKey + ":escalate:escalated", Subject: compKey, Class: reconcile.Escalated, Reason: "in doubt", RunID: "rec_1"}
-	first, err := e.store.Escalate(e.ctx, p)
+	first, err := e.store.EscalationOpen(e.ctx, p)
 	if err != nil || !first.Opened || first.Escalation.Generation != 1 || first.Escalation.Status != reconcile.EscalationOpen {
 		e.t.Fatalf("first Escalate = %+v, %v; want opened, generation 1", first, err)
 	}
 	p.RunID = "rec_2"
-	again, err := e.store.Escalate(e.ctx, p)
+	again, err := e.store.EscalationOpen(e.ctx, p)
 	if err != nil || again.Opened || again.Escalation.RunID != "rec_1" {
 		e.t.Fatalf("second Escalate = %+v, %v; want the open one, not opened", again, err)
 	}
-	if err := e.store.MarkPaged(e.ctx, &ledgerdb.MarkPagedParams{Key: p.Key, Generation: 1}); err != nil {
+	if err := e.store.EscalationMarkPaged(e.ctx, &ledgerdb.MarkPagedParams{Key: p.Key, Generation: 1}); err != nil {
 		e.t.Fatal(err)
 	}
-	open, err := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{Open: true})
+	open, err := e.store.EscalationList(e.ctx, &ledgerdb.EscalationsParams{Open: true})
 	if err != nil || len(open) != 1 || open[0].PagedAt.IsZero() {
 		e.t.Fatalf("open escalations = %+v, %v; want one, paged", open, err)
 	}
 	// Resolving the parent effect closes the escalations of its compensations.
-	res, err := e.store.Resolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
+	res, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
 	if err != nil || len(res.Closed) != 1 || res.Closed[0].ResolvedBy != "ana" {
 		e.t.Fatalf("Resolve = %+v, %v; want one escalation closed by ana", res, err)
 	}
-	if open, _ := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 0 {
+	if open, _ := e.store.EscalationList(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 0 {
 		e.t.Errorf("after Resolve, open escalations = %+v", open)
 	}
 	at := res.Closed[0].ResolvedAt
-	if got, err := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{ResolvedSince: at.Add(-time.Millisecond)}); err != nil || len(got) != 1 {
+	if got, err := e.store.EscalationList(e.ctx, &ledgerdb.EscalationsParams{ResolvedSince: at.Add(-time.Millisecond)}); err != nil || len(got) != 1 {
 		e.t.Errorf("escalations resolved since just before the decision = %+v, %v; want the one", got, err)
 	}
-	if got, err := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{ResolvedSince: at}); err != nil || len(got) != 0 {
+	if got, err := e.store.EscalationList(e.ctx, &ledgerdb.EscalationsParams{ResolvedSince: at}); err != nil || len(got) != 0 {
 		e.t.Errorf("escalations resolved after the decision = %+v, %v; want none", got, err)
 	}
-	back, err := e.store.Escalate(e.ctx, p)
+	back, err := e.store.EscalationOpen(e.ctx, p)
 	if err != nil || !back.Opened || back.Escalation.Generation != 2 || !back.Escalation.PagedAt.IsZero() {
 		e.t.Fatalf("Escalate after resolve = %+v, %v; want opened again, generation 2, not paged", back, err)
 	}
@@ -141,14 +141,14 @@ func testEscalationOpensOnce(e *env) {
 func testResolveAbandonsAndClosesScope(e *env) {
 	e.record("r:charge:0", chargeReq)
 	e.record("r:charge:1", chargeReq)
-	res, err := e.store.Resolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedAbandoned, Note: "customer cancelled", By: "ana"})
+	res, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedAbandoned, Note: "customer cancelled", By: "ana"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if res.Effect.Status != reconcile.StatusAbandoned {
 		e.t.Errorf("resolved as abandoned: status %s, want abandoned", res.Effect.Status)
 	}
-	if _, err := e.store.Resolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:1", As: reconcile.ResolvedConfirmed, Note: "seen in dashboard",
+	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:1", As: reconcile.ResolvedConfirmed, Note: "seen in dashboard",
 		By: "ana", ExternalID: "pi_9"}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -158,11 +158,11 @@ func testResolveAbandonsAndClosesScope(e *env) {
 	if diff := cmp.Diff([]string(nil), e.scope()); diff != "" {
 		e.t.Errorf("resolved effects still in scope (-want +got):\n%s", diff)
 	}
-	states, err := e.store.EffectStates(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:9"})
+	states, err := e.store.EffectStateGetMany(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:9"})
 	if err != nil || len(states) != 2 || states["r:charge:0"].Class != reconcile.ClassResolved || !states["r:charge:0"].Final {
 		e.t.Errorf("EffectStates = %+v, %v; want two final resolved states", states, err)
 	}
-	if _, err := e.store.Resolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:nope", As: reconcile.ResolvedAbandoned, By: "ana"}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:nope", As: reconcile.ResolvedAbandoned, By: "ana"}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Resolve of an unknown effect: err = %v, want ErrNotFound", err)
 	}
 }
@@ -171,14 +171,14 @@ func testResolveAbandonsAndClosesScope(e *env) {
 func testStateSinceFollowsClassChanges(e *env) {
 	e.record("r:charge:0", chargeReq)
 	run := func(id string, c reconcile.Class) reconcile.EffectState {
-		if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: id}); err != nil {
+		if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: id}); err != nil {
 			e.t.Fatal(err)
 		}
-		if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: id,
+		if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: id,
 			Discrepancies: []reconcile.Discrepancy{{Class: c, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
 			e.t.Fatal(err)
 		}
-		st, err := e.store.EffectStates(e.ctx, []string{"r:charge:0"})
+		st, err := e.store.EffectStateGetMany(e.ctx, []string{"r:charge:0"})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -194,19 +194,19 @@ func testStateSinceFollowsClassChanges(e *env) {
 	if st := run("run_3", reconcile.Missing); !st.Since.Equal(e.clock.Now()) {
 		e.t.Errorf("class changed: since %v, want %v", st.Since, e.clock.Now())
 	}
-	hist, err := e.store.EffectFindings(e.ctx, "r:charge:0")
+	hist, err := e.store.FindingListByEffect(e.ctx, "r:charge:0")
 	if err != nil || len(hist) != 3 || hist[0].RunID != "run_1" || hist[2].Class != reconcile.Missing {
 		e.t.Errorf("EffectFindings = %+v, %v; want three findings, oldest first", hist, err)
 	}
 }
 
-// ClaimsOf finds an effect's own claims and those derived from its key,
+// ClaimListByEffect finds an effect's own claims and those derived from its key,
 // and nothing of an effect whose key merely starts the same.
 func testClaimsOfAnEffect(e *env) {
 	for _, k := range []string{"r:charge:1", "r:charge:1:compensate:ch_b", "r:charge:10", "r:charge:1x", "r:charge:2"} {
 		e.claimed(k, "a")
 	}
-	got, err := e.store.ClaimsOf(e.ctx, "r:charge:1")
+	got, err := e.store.ClaimListByEffect(e.ctx, "r:charge:1")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -219,13 +219,13 @@ func testClaimsOfAnEffect(e *env) {
 	}
 }
 
-// ClaimsByKey gives the claims on the keys that have one, each as ClaimOf
+// ClaimGetMany gives the claims on the keys that have one, each as ClaimGet
 // does, and nothing for the others.
 func testClaimsByKey(e *env) {
 	for _, k := range []string{"r:charge:1", "r:charge:2", "r:charge:3"} {
 		e.claimed(k, "a")
 	}
-	got, err := e.store.ClaimsByKey(e.ctx, []string{"r:charge:1", "r:charge:3", "r:charge:9", "r:charge:1"})
+	got, err := e.store.ClaimGetMany(e.ctx, []string{"r:charge:1", "r:charge:3", "r:charge:9", "r:charge:1"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func testClaimsByKey(e *env) {
 		e.t.Errorf("ClaimsByKey = %d claims, want 2 (%v)", len(got), got)
 	}
 	for _, k := range []string{"r:charge:1", "r:charge:3"} {
-		one, err := e.store.ClaimOf(e.ctx, k)
+		one, err := e.store.ClaimGet(e.ctx, k)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func testClaimsByKey(e *env) {
 			e.t.Errorf("ClaimsByKey[%s] (-ClaimOf +got):\n%s", k, diff)
 		}
 	}
-	if none, err := e.store.ClaimsByKey(e.ctx, nil); err != nil || len(none) != 0 {
+	if none, err := e.store.ClaimGetMany(e.ctx, nil); err != nil || len(none) != 0 {
 		e.t.Errorf("ClaimsByKey(nil) = %v, %v; want none", none, err)
 	}
 }
@@ -251,14 +251,14 @@ func testClaimsByKey(e *env) {
 func testCompensatedDuplicateIsFinal(e *env) {
 	e.record("r:charge:0", chargeReq)
 	e.record("r:charge:1", chargeReq)
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
 		e.t.Fatal(err)
 	}
 	dup := func(key string, o reconcile.Outcome) reconcile.Discrepancy {
 		return reconcile.Discrepancy{Class: reconcile.Duplicated, EffectKey: key, Provider: "stripe",
 			Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: key + ":compensate:ch_x", Outcome: o}}}
 	}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_1",
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_1",
 		Discrepancies: []reconcile.Discrepancy{dup("r:charge:0", reconcile.OutcomeApplied), dup("r:charge:1", reconcile.OutcomeDeferred)}}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -272,31 +272,31 @@ func testCompensatedDuplicateIsFinal(e *env) {
 func testAcknowledgeEscalation(e *env) {
 	e.record("r:charge:0", chargeReq)
 	p := &ledgerdb.EscalateParams{Key: "r:charge:0:escalate:mismatched", Subject: "r:charge:0", Class: reconcile.Mismatched, Reason: "moved", RunID: "rec_1"}
-	if _, err := e.store.Escalate(e.ctx, p); err != nil {
+	if _, err := e.store.EscalationOpen(e.ctx, p); err != nil {
 		e.t.Fatal(err)
 	}
 	ack := &ledgerdb.AcknowledgeParams{Key: p.Key, By: "ana"}
-	got, err := e.store.Acknowledge(e.ctx, ack)
+	got, err := e.store.EscalationAcknowledge(e.ctx, ack)
 	if err != nil || got.Status != reconcile.EscalationAcknowledged || got.AcknowledgedBy != "ana" || !got.AcknowledgedAt.Equal(e.clock.Now()) {
 		e.t.Fatalf("Acknowledge = %+v, %v; want acknowledged by ana now", got, err)
 	}
 	e.clock.Advance(Lease)
-	if again, err := e.store.Acknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: p.Key, By: "bo"}); err != nil || again.AcknowledgedBy != "ana" {
+	if again, err := e.store.EscalationAcknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: p.Key, By: "bo"}); err != nil || again.AcknowledgedBy != "ana" {
 		e.t.Errorf("second Acknowledge = %+v, %v; want the first one kept", again, err)
 	}
-	if r, err := e.store.Escalate(e.ctx, p); err != nil || r.Opened || r.Escalation.Status != reconcile.EscalationAcknowledged {
+	if r, err := e.store.EscalationOpen(e.ctx, p); err != nil || r.Opened || r.Escalation.Status != reconcile.EscalationAcknowledged {
 		e.t.Errorf("Escalate of an acknowledged escalation = %+v, %v; want it as it is", r, err)
 	}
-	if open, _ := e.store.Escalations(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 1 {
+	if open, _ := e.store.EscalationList(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 1 {
 		e.t.Errorf("an acknowledged escalation is not listed as open: %+v", open)
 	}
-	if _, err := e.store.Resolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedConfirmed, Note: "ok", By: "ana"}); err != nil {
+	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedConfirmed, Note: "ok", By: "ana"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.Acknowledge(e.ctx, ack); !errors.Is(err, reconcile.ErrInvalidTransition) {
+	if _, err := e.store.EscalationAcknowledge(e.ctx, ack); !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("Acknowledge of a resolved escalation: err = %v, want ErrInvalidTransition", err)
 	}
-	if _, err := e.store.Acknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: "nope"}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EscalationAcknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: "nope"}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Acknowledge of an unknown key: err = %v, want ErrNotFound", err)
 	}
 }

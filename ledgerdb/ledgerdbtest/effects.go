@@ -12,14 +12,14 @@ import (
 )
 
 func testMigrateTwiceIsNoop(e *env) {
-	applied, err := e.store.Migrate(e.ctx)
+	applied, err := e.store.SchemaMigrate(e.ctx)
 	if err != nil {
 		e.t.Fatalf("second Migrate: %v", err)
 	}
 	if len(applied) != 0 {
 		e.t.Errorf("second Migrate applied %d migrations, want none", len(applied))
 	}
-	if err := e.store.CheckSchema(e.ctx); err != nil {
+	if err := e.store.SchemaCheck(e.ctx); err != nil {
 		e.t.Errorf("CheckSchema after Migrate: %v", err)
 	}
 }
@@ -66,7 +66,7 @@ func testRecordAttemptFieldOrder(e *env) {
 func testRecordAttemptRefusesReuse(e *env) {
 	e.record("k:charge:0", chargeReq)
 	moved := `{"amount": 1450000, "currency": "eur", "customer": "acct_5512", "metadata": {"effect_key": "run_8f3c1a:charge:0", "order_ref": "PO-2026-0041"}}`
-	_, err := e.store.RecordAttempt(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: json.RawMessage(moved)})
+	_, err := e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: json.RawMessage(moved)})
 	if !errors.Is(err, reconcile.ErrKeyReused) {
 		e.t.Fatalf("RecordAttempt with a moved price: error %v, want ErrKeyReused", err)
 	}
@@ -76,7 +76,7 @@ func testRecordAttemptRefusesReuse(e *env) {
 	}
 	jsonEqual(e.t, e.effect("k:charge:0").Request, chargeReq)
 	// A different step under the same key is a reuse too.
-	_, err = e.store.RecordAttempt(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "run_8f3c1a", Step: "refund", Provider: "stripe", Request: json.RawMessage(chargeReq)})
+	_, err = e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "run_8f3c1a", Step: "refund", Provider: "stripe", Request: json.RawMessage(chargeReq)})
 	if !errors.Is(err, reconcile.ErrKeyReused) {
 		e.t.Errorf("RecordAttempt with another step: error %v, want ErrKeyReused", err)
 	}
@@ -84,12 +84,12 @@ func testRecordAttemptRefusesReuse(e *env) {
 
 func testRecordAttemptInvalid(e *env) {
 	for _, req := range []string{``, `not json`, `[1,2]`, `{"a":1} {"b":2}`} {
-		_, err := e.store.RecordAttempt(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "r", Step: "charge", Provider: "stripe", Request: json.RawMessage(req)})
+		_, err := e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "r", Step: "charge", Provider: "stripe", Request: json.RawMessage(req)})
 		if err == nil {
 			e.t.Errorf("RecordAttempt(request %q) succeeded, want an error", req)
 		}
 	}
-	if _, err := e.store.Effect(e.ctx, "k:charge:0"); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EffectGet(e.ctx, "k:charge:0"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("after invalid requests, Effect error = %v, want ErrNotFound", err)
 	}
 }
@@ -97,7 +97,7 @@ func testRecordAttemptInvalid(e *env) {
 func testConfirm(e *env) {
 	e.record("k:charge:0", chargeReq)
 	e.clock.Advance(3 * time.Second)
-	got, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_3PqR", Response: json.RawMessage(`{"id":"pi_3PqR","status":"succeeded"}`)})
+	got, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_3PqR", Response: json.RawMessage(`{"id":"pi_3PqR","status":"succeeded"}`)})
 	if err != nil {
 		e.t.Fatalf("Confirm: %v", err)
 	}
@@ -109,13 +109,13 @@ func testConfirm(e *env) {
 
 func testConfirmTwice(e *env) {
 	e.record("k:charge:0", chargeReq)
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_1"}); err != nil {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_1"}); err != nil {
 		e.t.Fatalf("Confirm: %v", err)
 	}
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_1"}); err != nil {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_1"}); err != nil {
 		e.t.Errorf("Confirm again with the same id: %v, want the row", err)
 	}
-	_, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_2"})
+	_, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_2"})
 	if !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("Confirm with another id: error %v, want ErrInvalidTransition", err)
 	}
@@ -126,18 +126,18 @@ func testConfirmTwice(e *env) {
 
 func testAbandon(e *env) {
 	e.record("k:charge:0", chargeReq)
-	got, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "k:charge:0"})
+	got, err := e.store.EffectAbandon(e.ctx, &ledgerdb.AbandonParams{Key: "k:charge:0"})
 	if err != nil || got.Status != reconcile.StatusAbandoned {
 		e.t.Fatalf("Abandon = %v, %v; want abandoned", got, err)
 	}
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_1"}); !errors.Is(err, reconcile.ErrInvalidTransition) {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:0", ExternalID: "pi_1"}); !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("Confirm an abandoned effect: error %v, want ErrInvalidTransition", err)
 	}
 	e.record("k:charge:1", chargeReq)
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:1", ExternalID: "pi_1"}); err != nil {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "k:charge:1", ExternalID: "pi_1"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "k:charge:1"}); !errors.Is(err, reconcile.ErrInvalidTransition) {
+	if _, err := e.store.EffectAbandon(e.ctx, &ledgerdb.AbandonParams{Key: "k:charge:1"}); !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("Abandon a confirmed effect: error %v, want ErrInvalidTransition", err)
 	}
 	if got := e.effect("k:charge:1").Status; got != reconcile.StatusConfirmed {
@@ -146,13 +146,13 @@ func testAbandon(e *env) {
 }
 
 func testUnknownEffect(e *env) {
-	if _, err := e.store.Effect(e.ctx, "nope:charge:0"); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EffectGet(e.ctx, "nope:charge:0"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Effect(unknown) error = %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "nope:charge:0", ExternalID: "x"}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "nope:charge:0", ExternalID: "x"}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Confirm(unknown) error = %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "nope:charge:0"}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EffectAbandon(e.ctx, &ledgerdb.AbandonParams{Key: "nope:charge:0"}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Abandon(unknown) error = %v, want ErrNotFound", err)
 	}
 }
@@ -165,7 +165,7 @@ func testLoadEffects(e *env) {
 		{Key: "w:charge:1", RunID: "w", Step: "charge", Provider: "stripe", Status: reconcile.StatusAttempted,
 			Request: json.RawMessage(`{"amount":200,"currency":"eur"}`), CreatedAt: e.clock.Now()},
 	}
-	if err := e.store.LoadEffects(e.ctx, in); err != nil {
+	if err := e.store.EffectLoad(e.ctx, in); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, want := range in {
@@ -179,7 +179,7 @@ func testLoadEffects(e *env) {
 			e.t.Errorf("loaded effect (-want +got):\n%s", diff)
 		}
 	}
-	if err := e.store.LoadEffects(e.ctx, in[1:]); err == nil {
+	if err := e.store.EffectLoad(e.ctx, in[1:]); err == nil {
 		e.t.Errorf("loading an existing key succeeded")
 	}
 }

@@ -79,7 +79,7 @@ func testSecondSettleSameToken(e *env) {
 			e.t.Errorf("second settle (success %v) with the same token: error %v, want ErrAlreadySettled", success, err)
 		}
 	}
-	if _, err := e.store.Renew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: f, TTL: Lease}); !errors.Is(err, reconcile.ErrAlreadySettled) {
+	if _, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: f, TTL: Lease}); !errors.Is(err, reconcile.ErrAlreadySettled) {
 		e.t.Errorf("renew after settle: error %v, want ErrAlreadySettled", err)
 	}
 	c := e.claimOf(action)
@@ -95,14 +95,14 @@ func testUnknownToken(e *env) {
 		if _, err := e.settleErr(action, bad, true, `{"refund":"re_X"}`); !errors.Is(err, reconcile.ErrUnknownFence) {
 			e.t.Errorf("settle with token %d: error %v, want ErrUnknownFence", bad, err)
 		}
-		if _, err := e.store.Renew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: bad, TTL: Lease}); !errors.Is(err, reconcile.ErrUnknownFence) {
+		if _, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: bad, TTL: Lease}); !errors.Is(err, reconcile.ErrUnknownFence) {
 			e.t.Errorf("renew with token %d: error %v, want ErrUnknownFence", bad, err)
 		}
 	}
 	if c := e.claimOf(action); c.State != reconcile.ClaimHeld || c.Fence != f || c.Result != nil {
 		e.t.Errorf("claim after unknown tokens = %s fence %d result %s; want held fence %d no result", c.State, c.Fence, c.Result, f)
 	}
-	orphans, err := e.store.Orphans(e.ctx)
+	orphans, err := e.store.OrphanList(e.ctx)
 	if err != nil || len(orphans) != 0 {
 		e.t.Errorf("Orphans = %v, %v; an unknown token must not be recorded as an orphan", orphans, err)
 	}
@@ -113,7 +113,7 @@ func testUnknownToken(e *env) {
 func testOutlivesLease(e *env) {
 	slow := e.claimed(action, "A")
 	e.clock.Advance(Lease / 2)
-	if r, err := e.store.Renew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.Written {
+	if r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.Written {
 		e.t.Fatalf("renew within the lease = %v, %v; want written", r, err)
 	}
 	e.clock.Advance(Lease) // the call hangs; the renewed lease runs out
@@ -121,7 +121,7 @@ func testOutlivesLease(e *env) {
 	e.settle(action, fresh, true, `{"refund":"re_B"}`)
 	e.clock.Advance(40 * time.Second)
 
-	if r, err := e.store.Renew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.Superseded {
+	if r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.Superseded {
 		e.t.Errorf("late renew = %v, %v; want superseded", r, err)
 	}
 	if r := e.settle(action, slow, false, "context deadline exceeded"); r.Outcome != reconcile.Superseded {
@@ -148,7 +148,7 @@ func testOrphan(e *env) {
 	if r.Outcome != reconcile.Superseded || r.Orphan == nil {
 		e.t.Fatalf("superseded success = %s orphan %v, want superseded with an orphan", r.Outcome, r.Orphan)
 	}
-	orphans, err := e.store.Orphans(e.ctx)
+	orphans, err := e.store.OrphanList(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func testConcurrentClaims(e *env) {
 	for i := range 25 {
 		wg.Go(func() {
 			<-start
-			r, err := stores[i%2].Claim(e.ctx, &ledgerdb.ClaimParams{Key: action, Owner: fmt.Sprintf("w%d", i), TTL: Lease})
+			r, err := stores[i%2].ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: action, Owner: fmt.Sprintf("w%d", i), TTL: Lease})
 			if err != nil {
 				e.t.Errorf("claim %d: %v", i, err)
 				return
@@ -217,10 +217,10 @@ func testSettleUnknownKey(e *env) {
 	if _, err := e.settleErr("never:claimed", 1, false, "x"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("failing an unknown key: error %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.Renew(e.ctx, &ledgerdb.RenewParams{Key: "never:claimed", Fence: 1}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: "never:claimed", Fence: 1}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("renew of an unknown key: error %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.ClaimOf(e.ctx, "never:claimed"); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.ClaimGet(e.ctx, "never:claimed"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("ClaimOf after settling an unknown key: error %v, want ErrNotFound (nothing inserted)", err)
 	}
 }
@@ -253,7 +253,7 @@ func testInFlightNoBump(e *env) {
 func testRenew(e *env) {
 	f := e.claimed(action, "A")
 	e.clock.Advance(Lease - 10*time.Second)
-	r, err := e.store.Renew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: f, TTL: Lease})
+	r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: f, TTL: Lease})
 	if err != nil || r.Outcome != reconcile.Written || !r.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
 		e.t.Fatalf("Renew = %+v, %v; want written until %v", r, err, e.clock.Now().Add(Lease))
 	}

@@ -16,23 +16,23 @@ func testScopeFollowsOpenEffectsAndNewEvidence(e *env) {
 	for i := range 4 {
 		e.record(fmt.Sprintf("r:charge:%d", i), chargeReq)
 	}
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "r:charge:2", ExternalID: "pi_2"}); err != nil {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "r:charge:2", ExternalID: "pi_2"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:3"}); err != nil {
+	if _, err := e.store.EffectAbandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:3"}); err != nil {
 		e.t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"r:charge:0", "r:charge:1", "r:charge:2"}, e.scope()); diff != "" {
 		e.t.Errorf("scope of a new ledger (-want +got):\n%s", diff)
 	}
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
 		e.t.Fatal(err)
 	}
 	conf := func(key, id string) reconcile.Discrepancy {
 		return reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: key, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: id, Kind: reconcile.KindCharge}}}
 	}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: []reconcile.Discrepancy{
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: []reconcile.Discrepancy{
 		conf("r:charge:0", "ch_0"), conf("r:charge:2", "ch_2"), {Class: reconcile.Missing, EffectKey: "r:charge:1", Provider: "stripe"},
 	}}); err != nil {
 		e.t.Fatal(err)
@@ -59,13 +59,13 @@ func testFindingsConfirmAttemptedEffects(e *env) {
 	e.record("r:charge:1", chargeReq)
 	e.record("r:charge:2", chargeReq)
 	// The application confirms one and abandons another while the run matches.
-	if _, err := e.store.Confirm(e.ctx, &ledgerdb.ConfirmParams{Key: "r:charge:1", ExternalID: "pi_app"}); err != nil {
+	if _, err := e.store.EffectConfirm(e.ctx, &ledgerdb.ConfirmParams{Key: "r:charge:1", ExternalID: "pi_app"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:2"}); err != nil {
+	if _, err := e.store.EffectAbandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:2"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
 		e.t.Fatal(err)
 	}
 	findings := []reconcile.Discrepancy{}
@@ -73,7 +73,7 @@ func testFindingsConfirmAttemptedEffects(e *env) {
 		findings = append(findings, reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: key, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: fmt.Sprintf("ch_%d", i), PaymentIntent: fmt.Sprintf("pi_%d", i), Kind: reconcile.KindCharge}}})
 	}
-	res, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: findings})
+	res, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: findings})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func testFindingsConfirmAttemptedEffects(e *env) {
 }
 
 func testFindingsRoundTrip(e *env) {
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.record("r:charge:0", chargeReq)
@@ -106,13 +106,13 @@ func testFindingsRoundTrip(e *env) {
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "ch_u", Kind: reconcile.KindCharge}}, Reason: "no effect"},
 	}
 	confirmed := reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: "r:charge:9", Provider: "stripe"}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: append([]reconcile.Discrepancy{confirmed}, want...)}); err == nil {
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: append([]reconcile.Discrepancy{confirmed}, want...)}); err == nil {
 		e.t.Errorf("findings about an effect the ledger lacks were recorded")
 	}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: want}); err != nil {
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: want}); err != nil {
 		e.t.Fatal(err)
 	}
-	got, err := e.store.Findings(e.ctx, "run_a")
+	got, err := e.store.FindingListByRun(e.ctx, "run_a")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -131,11 +131,11 @@ func testLinkedEvidence(e *env) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, ev, _, err := e.store.SourceRows(e.ctx, second.SourceID)
+	_, ev, _, err := e.store.SourceGetRows(e.ctx, second.SourceID)
 	if err != nil || len(ev) != 1 || ev[0].SourceHash != "h2" || ev[0].URI != "s.csv" {
 		e.t.Fatalf("SourceRows = %+v, %v", ev, err)
 	}
-	linked, err := e.store.LinkedEvidence(e.ctx, &ledgerdb.LinkParams{Keys: []string{"run_1:charge:1"}, IDs: []string{"pi_2", "ch_0"},
+	linked, err := e.store.EvidenceListLinked(e.ctx, &ledgerdb.LinkParams{Keys: []string{"run_1:charge:1"}, IDs: []string{"pi_2", "ch_0"},
 		ExcludeSources: []int64{second.SourceID}})
 	if err != nil {
 		e.t.Fatal(err)
@@ -147,7 +147,7 @@ func testLinkedEvidence(e *env) {
 	if diff := cmp.Diff([]string{"ch_0@h1", "ch_1@h1", "ch_2@h1"}, got); diff != "" {
 		e.t.Errorf("LinkedEvidence (-want +got):\n%s", diff)
 	}
-	if linked, err := e.store.LinkedEvidence(e.ctx, &ledgerdb.LinkParams{Keys: []string{"run_1:charge:0"},
+	if linked, err := e.store.EvidenceListLinked(e.ctx, &ledgerdb.LinkParams{Keys: []string{"run_1:charge:0"},
 		ExcludeSources: []int64{first.SourceID, second.SourceID}}); err != nil || len(linked) != 0 {
 		e.t.Errorf("LinkedEvidence excluding every source = %d rows, %v", len(linked), err)
 	}

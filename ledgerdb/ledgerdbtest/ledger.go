@@ -52,7 +52,7 @@ func New(t testing.TB, driver string) *Ledger {
 			return opened(t, s, err)
 		}
 	}
-	if _, err := l.Open(t, nil).Migrate(context.Background()); err != nil {
+	if _, err := l.Open(t, nil).SchemaMigrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return l

@@ -26,10 +26,10 @@ func (e *env) ingestEvidence(hash, uri string, evs []reconcile.Evidence) int64 {
 	return e.ingestResult(hash, uri, evs).SourceID
 }
 
-// ingestResult is ingestEvidence's IngestSource's result.
+// ingestResult is ingestEvidence's SourceIngest's result.
 func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb.IngestResult {
 	e.t.Helper()
-	res, err := e.store.IngestSource(e.ctx, &ledgerdb.IngestParams{URI: uri}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+	res, err := e.store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: uri}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 		for i := range evs {
 			evs[i].URI = uri
 			if evs[i].Line == 0 {
@@ -47,12 +47,12 @@ func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb
 	return res
 }
 
-// partitions runs MatchPartitions over the given sources and returns what
+// partitions runs PartitionMatch over the given sources and returns what
 // each partition held; match, when set, answers for each.
 func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partition) []ledgerdb.Confirmation) ([]*ledgerdb.Partition, *ledgerdb.MatchSummary) {
 	e.t.Helper()
 	var parts []*ledgerdb.Partition
-	sum, err := e.store.MatchPartitions(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, Kinds: stepKinds, PartitionSize: size},
+	sum, err := e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, Kinds: stepKinds, PartitionSize: size},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			parts = append(parts, p)
 			if match == nil {
@@ -116,11 +116,11 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 		charge("r:notify:17", "ses", "notify", reconcile.StatusAttempted, "", t0),
 		charge("r:refund:18", "adyen", "refund", reconcile.StatusConfirmed, "MOD18", t0),
 	}
-	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
+	if err := e.store.EffectLoad(e.ctx, effects); err != nil {
 		e.t.Fatal(err)
 	}
 	// r:charge:12 and 13 are confirmed and final: only 12 is named again.
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
 		e.t.Fatal(err)
 	}
 	var final []reconcile.Discrepancy
@@ -128,7 +128,7 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 		final = append(final, reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: k, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "x"}}})
 	}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: final}); err != nil {
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: final}); err != nil {
 		e.t.Fatal(err)
 	}
 	ev := func(provider, id string, kind reconcile.Kind, key, intent, parent string) reconcile.Evidence {
@@ -224,13 +224,13 @@ func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
 	b.Request = json.RawMessage(`{"charge": "ch_1"}`)
 	c := charge("r:charge:2", "stripe", "charge", reconcile.StatusAttempted, "", t0)
 	c.Request = json.RawMessage(`["not", "an", "object"]`)
-	if err := e.store.LoadEffects(e.ctx, []reconcile.Effect{a, b, c}); err != nil {
+	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{a, b, c}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0",
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0",
 		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.Missing, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func testMatchPartitionsAreBounded(e *env) {
 		evs = append(evs, reconcile.Evidence{Provider: "stripe", TxID: fmt.Sprintf("ch_%02d", i), Kind: reconcile.KindCharge, EffectKey: key})
 		evs = append(evs, reconcile.Evidence{Provider: "stripe", TxID: fmt.Sprintf("ch_u%02d", i), Kind: reconcile.KindCharge})
 	}
-	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
+	if err := e.store.EffectLoad(e.ctx, effects); err != nil {
 		e.t.Fatal(err)
 	}
 	src := e.ingestEvidence("h1", "s.csv", evs)
@@ -316,19 +316,19 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 		charge("r:charge:2", "stripe", "charge", reconcile.StatusConfirmed, "pi_2", t0),
 		charge("r:charge:3", "stripe", "charge", reconcile.StatusAttempted, "", t0),
 	}
-	if err := e.store.LoadEffects(e.ctx, effects); err != nil {
+	if err := e.store.EffectLoad(e.ctx, effects); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: []reconcile.Discrepancy{
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: []reconcile.Discrepancy{
 		{Class: reconcile.Missing, EffectKey: "r:charge:1", Provider: "stripe"},
 		{Class: reconcile.Confirmed, EffectKey: "r:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{{ID: "ch_2"}}},
 	}}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.Abandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:3"}); err != nil { // the application, meanwhile
+	if _, err := e.store.EffectAbandon(e.ctx, &ledgerdb.AbandonParams{Key: "r:charge:3"}); err != nil { // the application, meanwhile
 		e.t.Fatal(err)
 	}
 	// r:charge:2 is final: a new record names it.
@@ -338,10 +338,10 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 	_, sum := e.partitions(0, []int64{src}, func(p *ledgerdb.Partition) []ledgerdb.Confirmation {
 		// Another writer gives r:charge:0, read without a state, one.
 		other := e.another()
-		if _, err := other.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_x"}); err != nil {
+		if _, err := other.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_x"}); err != nil {
 			e.t.Fatal(err)
 		}
-		if _, err := other.RecordFindings(e.ctx, &ledgerdb.FindingsParams{RunID: "run_x",
+		if _, err := other.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_x",
 			Discrepancies: []reconcile.Discrepancy{{Class: reconcile.Pending, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
 			e.t.Fatal(err)
 		}
@@ -359,7 +359,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 	if got := e.effect("r:charge:0"); !got.ConfirmedAt.Equal(now) {
 		e.t.Errorf("confirmed_at = %v, want %v", got.ConfirmedAt, now)
 	}
-	states, err := e.store.EffectStates(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:2"})
+	states, err := e.store.EffectStateGetMany(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:2"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 
 	boom := errors.New("boom")
 	e.record("r:charge:9", chargeReq)
-	_, err = e.store.MatchPartitions(e.ctx, &ledgerdb.MatchParams{RunID: "run_n", Kinds: stepKinds},
+	_, err = e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_n", Kinds: stepKinds},
 		func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		e.t.Errorf("MatchPartitions with a failing match: err = %v, want it returned", err)
@@ -385,7 +385,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 // Coverage says which providers and kinds the given sources report on,
 // and the latest time of each.
 //
-// IngestSource gives the same coverage of what it wrote, as stored: to
+// SourceIngest gives the same coverage of what it wrote, as stored: to
 // the ledger's precision (a time of a nanosecond past the millisecond is
 // cut to the microsecond on PostgreSQL, to the millisecond on SQLite).
 func testCoverage(e *env) {
@@ -398,7 +398,7 @@ func testCoverage(e *env) {
 	})
 	a := res.SourceID
 	b := e.ingestEvidence("h2", "b.csv", []reconcile.Evidence{{Provider: "adyen", TxID: "P/M", Kind: reconcile.KindCharge, Time: t0.Add(2 * time.Hour)}})
-	got, err := e.store.Coverage(e.ctx, []int64{a})
+	got, err := e.store.CoverageList(e.ctx, []int64{a})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -414,56 +414,56 @@ func testCoverage(e *env) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		e.t.Errorf("Coverage(a) (-want +got):\n%s", diff)
 	}
-	if got, err := e.store.Coverage(e.ctx, []int64{a, b}); err != nil || len(got) != 4 || got[0].Provider != "adyen" {
+	if got, err := e.store.CoverageList(e.ctx, []int64{a, b}); err != nil || len(got) != 4 || got[0].Provider != "adyen" {
 		e.t.Errorf("Coverage(a, b) = %+v, %v; want adyen's charges first, then stripe's", got, err)
 	}
-	if got, err := e.store.Coverage(e.ctx, nil); err != nil || len(got) != 0 {
+	if got, err := e.store.CoverageList(e.ctx, nil); err != nil || len(got) != 0 {
 		e.t.Errorf("Coverage() = %+v, %v; want nothing", got, err)
 	}
 }
 
-// RejectedRows gives a source's rejected rows, as SourceRows does.
+// RejectedListBySource gives a source's rejected rows, as SourceGetRows does.
 func testRejectedRows(e *env) {
 	rejected := []reconcile.Rejected{{URI: "s.csv", Line: 9, Reason: "bad amount", Raw: "ch_9,x"}, {URI: "s.csv", Line: 12, Reason: "no id", Raw: ",1"}}
 	res, err := e.ingest(e.store, "h1", 2, rejected, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	got, err := e.store.RejectedRows(e.ctx, res.SourceID, 0)
+	got, err := e.store.RejectedListBySource(e.ctx, res.SourceID, 0)
 	if diff := cmp.Diff(rejected, got); err != nil || diff != "" {
 		e.t.Errorf("RejectedRows (%v) (-want +got):\n%s", err, diff)
 	}
-	if first, err := e.store.RejectedRows(e.ctx, res.SourceID, 1); err != nil || len(first) != 1 || len(got) < 2 || first[0] != got[0] {
+	if first, err := e.store.RejectedListBySource(e.ctx, res.SourceID, 1); err != nil || len(first) != 1 || len(got) < 2 || first[0] != got[0] {
 		e.t.Errorf("RejectedRows with a limit of 1 = %v, %v; want the first of %d", first, err, len(got))
 	}
-	if _, err := e.store.RejectedRows(e.ctx, res.SourceID+1, 0); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.RejectedListBySource(e.ctx, res.SourceID+1, 0); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("RejectedRows of an unknown source: err = %v, want ErrNotFound", err)
 	}
 }
 
 // A run's result is kept whole, whatever text its strings hold.
 func testRunResult(e *env) {
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
 		e.t.Fatal(err)
 	}
 	result := "{\"reason\": \"a \\\"quoted\\\" C:\\\\path,\\ttab and\\nline\",\n\t\"inputs\": [{\"uri\": \"s3://b/k\\u00e9\"}], \"n\": 12345678901234}"
-	r, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(result)})
+	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(result)})
 	if err != nil || r.Status != reconcile.RunSucceeded || r.ID != "run_1" {
 		e.t.Fatalf("FinishRun = %+v, %v", r, err)
 	}
 	jsonEqual(e.t, r.Result, result)
-	got, err := e.store.Run(e.ctx, "run_1")
+	got, err := e.store.RunGet(e.ctx, "run_1")
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	jsonEqual(e.t, got.Result, result)
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_2"}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_2"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); err != nil {
+	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); err != nil {
 		e.t.Fatal(err)
 	}
-	if got, err := e.store.Run(e.ctx, "run_2"); err != nil || got.Result != nil {
+	if got, err := e.store.RunGet(e.ctx, "run_2"); err != nil || got.Result != nil {
 		e.t.Errorf("Run(run_2) = %+v, %v; want no result", got, err)
 	}
 }
@@ -472,7 +472,7 @@ func testRunResult(e *env) {
 // handle matches: a run longer than its lease does not lose it to its own
 // work (SQLite's handle has one connection, which the matching holds).
 func testRenewWhileMatching(e *env) {
-	c, err := e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: "lease:run", Owner: "run:1", TTL: Lease})
+	c, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: "lease:run", Owner: "run:1", TTL: Lease})
 	if err != nil || c.Outcome != reconcile.Claimed {
 		e.t.Fatalf("Claim = %+v, %v", c, err)
 	}
@@ -481,7 +481,7 @@ func testRenewWhileMatching(e *env) {
 		e.clock.Advance(Lease / 2)
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second) // a safety net: the renewal must not wait for the matching
 		defer cancel()
-		w, err := e.store.Renew(ctx, &ledgerdb.RenewParams{Key: "lease:run", Fence: c.Claim.Fence, TTL: Lease})
+		w, err := e.store.ClaimRenew(ctx, &ledgerdb.RenewParams{Key: "lease:run", Fence: c.Claim.Fence, TTL: Lease})
 		if err != nil || w.Outcome != reconcile.Written || !w.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
 			e.t.Errorf("Renew while matching = %+v, %v; want written, until %s", w, err, e.clock.Now().Add(Lease))
 		}

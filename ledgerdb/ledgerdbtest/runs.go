@@ -12,32 +12,32 @@ import (
 )
 
 func testRuns(e *env) {
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_1", Args: json.RawMessage(`{"inputs":["a.csv"]}`)}); err != nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_1", Args: json.RawMessage(`{"inputs":["a.csv"]}`)}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err == nil {
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err == nil {
 		e.t.Errorf("starting run_1 twice succeeded, want an error")
 	}
 	e.clock.Advance(time.Minute)
-	r, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(`{"counts":{}}`)})
+	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(`{"counts":{}}`)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if r.Status != reconcile.RunSucceeded || !r.FinishedAt.Equal(e.clock.Now()) || !r.StartedAt.Equal(e.clock.Now().Add(-time.Minute)) {
 		e.t.Errorf("FinishRun = %+v", r)
 	}
-	if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrInvalidTransition) {
+	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("finishing run_1 twice: error %v, want ErrInvalidTransition", err)
 	}
-	got, err := e.store.Run(e.ctx, "run_1")
+	got, err := e.store.RunGet(e.ctx, "run_1")
 	if err != nil || got.Status != reconcile.RunSucceeded {
 		e.t.Errorf("Run(run_1) = %+v, %v", got, err)
 	}
 	jsonEqual(e.t, got.Args, `{"inputs":["a.csv"]}`)
-	if _, err := e.store.Run(e.ctx, "run_2"); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.RunGet(e.ctx, "run_2"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Run(unknown) error = %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("FinishRun(unknown) error = %v, want ErrNotFound", err)
 	}
 }
@@ -45,25 +45,25 @@ func testRuns(e *env) {
 // Runs lists the runs newest first, as many as asked, of the status asked,
 // without their results.
 func testRunsListed(e *env) {
-	if runs, err := e.store.Runs(e.ctx, &ledgerdb.RunsParams{}); err != nil || len(runs) != 0 {
+	if runs, err := e.store.RunList(e.ctx, &ledgerdb.RunsParams{}); err != nil || len(runs) != 0 {
 		e.t.Fatalf("Runs of an empty ledger = %v, %v; want none", runs, err)
 	}
 	for _, r := range []struct {
 		id     string
 		status reconcile.RunStatus
 	}{{"run_a", reconcile.RunSucceeded}, {"run_b", reconcile.RunFailed}, {"run_c", reconcile.RunSucceeded}, {"run_d", reconcile.RunRunning}} {
-		if _, err := e.store.StartRun(e.ctx, &ledgerdb.StartRunParams{ID: r.id, Args: json.RawMessage(`{"apply":true}`)}); err != nil {
+		if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: r.id, Args: json.RawMessage(`{"apply":true}`)}); err != nil {
 			e.t.Fatal(err)
 		}
 		e.clock.Advance(time.Minute)
 		if r.status != reconcile.RunRunning {
-			if _, err := e.store.FinishRun(e.ctx, &ledgerdb.FinishRunParams{ID: r.id, Status: r.status, Result: json.RawMessage(`{"run_id":"` + r.id + `"}`)}); err != nil {
+			if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: r.id, Status: r.status, Result: json.RawMessage(`{"run_id":"` + r.id + `"}`)}); err != nil {
 				e.t.Fatal(err)
 			}
 		}
 	}
 	ids := func(p *ledgerdb.RunsParams) []string {
-		runs, err := e.store.Runs(e.ctx, p)
+		runs, err := e.store.RunList(e.ctx, p)
 		if err != nil {
 			e.t.Fatalf("Runs(%+v): %v", p, err)
 		}
@@ -89,7 +89,7 @@ func testRunsListed(e *env) {
 			e.t.Errorf("Runs(%+v) (-want +got):\n%s", tc.p, diff)
 		}
 	}
-	runs, _ := e.store.Runs(e.ctx, &ledgerdb.RunsParams{Limit: 1})
+	runs, _ := e.store.RunList(e.ctx, &ledgerdb.RunsParams{Limit: 1})
 	if len(runs) != 1 || !runs[0].StartedAt.Equal(e.clock.Now().Add(-time.Minute)) || !runs[0].FinishedAt.IsZero() {
 		e.t.Errorf("Runs(limit 1) = %+v; want run_d, started a minute ago, not finished", runs)
 	}

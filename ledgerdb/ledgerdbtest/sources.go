@@ -27,7 +27,7 @@ func sampleEvidence(i int) *reconcile.Evidence {
 // records and the given rejected rows, and fails with failAfter's error
 // after that many records when failAfter > 0.
 func (e *env) ingest(store ledgerdb.Store, hash string, n int, rejected []reconcile.Rejected, failAfter int) (*ledgerdb.IngestResult, error) {
-	return store.IngestSource(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", ETag: "etag-" + hash, RunID: "run_x"},
+	return store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", ETag: "etag-" + hash, RunID: "run_x"},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			for i := range n {
 				if failAfter > 0 && i == failAfter {
@@ -49,7 +49,7 @@ func (e *env) ingest(store ledgerdb.Store, hash string, n int, rejected []reconc
 
 func (e *env) sources() []ledgerdb.SourceRecord {
 	e.t.Helper()
-	got, err := e.store.Sources(e.ctx)
+	got, err := e.store.SourceList(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func testIngestWritesRowsAndManifest(e *env) {
 	if err != nil || res.Duplicate || res.SourceID == 0 {
 		e.t.Fatalf("IngestSource = %+v, %v", res, err)
 	}
-	rec, ev, rej, err := e.store.SourceRows(e.ctx, res.SourceID)
+	rec, ev, rej, err := e.store.SourceGetRows(e.ctx, res.SourceID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -88,12 +88,12 @@ func testIngestWritesRowsAndManifest(e *env) {
 		e.t.Errorf("rejected rows (-want +got):\n%s", diff)
 	}
 	for _, q := range [][2]string{{"h1", ""}, {"", "etag-h1"}, {"h1", "other"}} {
-		if got, err := e.store.FindSource(e.ctx, q[0], q[1]); err != nil || got.ID != res.SourceID {
+		if got, err := e.store.SourceFind(e.ctx, q[0], q[1]); err != nil || got.ID != res.SourceID {
 			e.t.Errorf("FindSource(%q, %q) = %+v, %v; want source %d", q[0], q[1], got, err, res.SourceID)
 		}
 	}
 	for _, q := range [][2]string{{"h2", ""}, {"", ""}, {"", "etag-h2"}} {
-		if got, err := e.store.FindSource(e.ctx, q[0], q[1]); !errors.Is(err, reconcile.ErrNotFound) {
+		if got, err := e.store.SourceFind(e.ctx, q[0], q[1]); !errors.Is(err, reconcile.ErrNotFound) {
 			e.t.Errorf("FindSource(%q, %q) = %+v, %v; want ErrNotFound", q[0], q[1], got, err)
 		}
 	}
@@ -111,7 +111,7 @@ func testIngestSameContentTwiceAddsNothing(e *env) {
 	if len(got) != 1 {
 		e.t.Fatalf("manifest has %d sources, want 1", len(got))
 	}
-	if _, ev, _, err := e.store.SourceRows(e.ctx, got[0].ID); err != nil || len(ev) != 2 {
+	if _, ev, _, err := e.store.SourceGetRows(e.ctx, got[0].ID); err != nil || len(ev) != 2 {
 		e.t.Errorf("evidence after the duplicate = %d rows, %v; want 2", len(ev), err)
 	}
 }
@@ -126,7 +126,7 @@ func testIngestFailureRollsBackEverything(e *env) {
 	if got := e.sources(); len(got) != 0 {
 		e.t.Errorf("manifest after a failed ingest = %+v, want empty", got)
 	}
-	if _, err := e.store.FindSource(e.ctx, "h1", "etag-h1"); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.SourceFind(e.ctx, "h1", "etag-h1"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("a failed ingest left its content marked as seen")
 	}
 	if res, err := e.ingest(e.store, "h1", 10, nil, 0); err != nil || res.Duplicate {

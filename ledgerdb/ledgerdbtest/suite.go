@@ -107,7 +107,7 @@ func Exercise(t *testing.T, open Opener) {
 
 func (e *env) record(key string, req string) *ledgerdb.RecordResult {
 	e.t.Helper()
-	r, err := e.store.RecordAttempt(e.ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: json.RawMessage(req)})
+	r, err := e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: json.RawMessage(req)})
 	if err != nil {
 		e.t.Fatalf("RecordAttempt(%s) error: %v", key, err)
 	}
@@ -116,7 +116,7 @@ func (e *env) record(key string, req string) *ledgerdb.RecordResult {
 
 func (e *env) effect(key string) *reconcile.Effect {
 	e.t.Helper()
-	got, err := e.store.Effect(e.ctx, key)
+	got, err := e.store.EffectGet(e.ctx, key)
 	if err != nil {
 		e.t.Fatalf("Effect(%s) error: %v", key, err)
 	}
@@ -130,7 +130,7 @@ func (e *env) claim(key, owner string) *reconcile.ClaimResult {
 
 func (e *env) claimTTL(key, owner string, ttl time.Duration) *reconcile.ClaimResult {
 	e.t.Helper()
-	r, err := e.store.Claim(e.ctx, &ledgerdb.ClaimParams{Key: key, Owner: owner, TTL: ttl})
+	r, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: key, Owner: owner, TTL: ttl})
 	if err != nil {
 		e.t.Fatalf("Claim(%s, %s) error: %v", key, owner, err)
 	}
@@ -163,12 +163,12 @@ func (e *env) settleErr(key string, fence int64, success bool, result string) (*
 	} else {
 		p.Error = result
 	}
-	return e.store.Settle(e.ctx, p)
+	return e.store.ClaimSettle(e.ctx, p)
 }
 
 func (e *env) claimOf(key string) *reconcile.Claim {
 	e.t.Helper()
-	c, err := e.store.ClaimOf(e.ctx, key)
+	c, err := e.store.ClaimGet(e.ctx, key)
 	if err != nil {
 		e.t.Fatalf("ClaimOf(%s) error: %v", key, err)
 	}

@@ -54,12 +54,12 @@ func leaseUntil(now time.Time, ttl time.Duration) *time.Time {
 	return &t
 }
 
-// Claim implements ledgerdb.Store. The decision is one conditional upsert:
+// ClaimAcquire implements ledgerdb.Store. The decision is one conditional upsert:
 // insert the first claim, or take over a failed claim or an expired lease
 // with fence + 1. When it changes nothing the row is read to say why; if the
 // row became claimable in between (its holder failed it), the upsert runs
 // again.
-func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
+func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
 	for range 10 {
 		var res *reconcile.ClaimResult
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -101,8 +101,8 @@ func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.
 	return nil, fmt.Errorf("claim %s: the claim kept changing under us; try again", p.Key)
 }
 
-// Renew implements ledgerdb.Store.
-func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
+// ClaimRenew implements ledgerdb.Store.
+func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
 	c, err := scanClaim(s.pool.QueryRow(ctx, `
 		UPDATE claim SET lease_until = $3
 		WHERE key = $1 AND fence = $2 AND state = 'held'
@@ -113,18 +113,18 @@ func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.
 	if !errors.Is(err, reconcile.ErrNotFound) {
 		return nil, fmt.Errorf("renew %s: %w", p.Key, err)
 	}
-	cur, err := s.ClaimOf(ctx, p.Key)
+	cur, err := s.ClaimGet(ctx, p.Key)
 	if err != nil {
 		return nil, fmt.Errorf("renew %s: %w", p.Key, err)
 	}
 	return driver.Unwritten(cur, p.Fence)
 }
 
-// Settle implements ledgerdb.Store. The write is conditional on the fence
+// ClaimSettle implements ledgerdb.Store. The write is conditional on the fence
 // and on the claim being held; when it changes nothing, the same
 // transaction reads the row under lock to say why and, for a superseded
 // success, records the orphan.
-func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
+func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
 	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -171,13 +171,13 @@ func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcil
 	return res, nil
 }
 
-// ClaimOf implements ledgerdb.Store.
-func (s *Store) ClaimOf(ctx context.Context, key string) (*reconcile.Claim, error) {
+// ClaimGet implements ledgerdb.Store.
+func (s *Store) ClaimGet(ctx context.Context, key string) (*reconcile.Claim, error) {
 	return scanClaim(s.pool.QueryRow(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1`, key))
 }
 
-// ClaimsByKey implements ledgerdb.Store.
-func (s *Store) ClaimsByKey(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
+// ClaimGetMany implements ledgerdb.Store.
+func (s *Store) ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ANY($1)`, nonNil(keys))
 	if err != nil {
 		return nil, err
@@ -194,8 +194,8 @@ func (s *Store) ClaimsByKey(ctx context.Context, keys []string) (map[string]*rec
 	return out, rows.Err()
 }
 
-// Orphans implements ledgerdb.Store.
-func (s *Store) Orphans(ctx context.Context) ([]reconcile.Orphan, error) {
+// OrphanList implements ledgerdb.Store.
+func (s *Store) OrphanList(ctx context.Context) ([]reconcile.Orphan, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at
 		FROM orphan ORDER BY id`)

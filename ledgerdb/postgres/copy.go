@@ -91,7 +91,7 @@ func (c *copyStream) send(b [][]any) error {
 	}
 }
 
-// evidenceWriter is the SourceWriter of IngestSource: evidence rows go to
+// evidenceWriter is the SourceWriter of SourceIngest: evidence rows go to
 // the COPY as they come, numbered in their order (seq); rejected rows,
 // which a connection cannot write while its COPY runs, are kept and
 // written after it.

@@ -93,8 +93,8 @@ func (h warnings) Enabled(ctx context.Context, l slog.Level) bool {
 func (h warnings) WithAttrs(as []slog.Attr) slog.Handler { return warnings{h.Handler.WithAttrs(as)} }
 func (h warnings) WithGroup(g string) slog.Handler       { return warnings{h.Handler.WithGroup(g)} }
 
-// DistributePartitions implements ledgerdb.Distributor.
-func (s *Store) DistributePartitions(ctx context.Context, p *ledgerdb.MatchParams, d *ledgerdb.Distribution) (*ledgerdb.MatchSummary, [][]byte, error) {
+// PartitionDistribute implements ledgerdb.Distributor.
+func (s *Store) PartitionDistribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledgerdb.Distribution) (*ledgerdb.MatchSummary, [][]byte, error) {
 	sum, results, err := s.distribute(ctx, p, d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("match run %s: %w", p.RunID, err)
@@ -279,8 +279,8 @@ func (s *Store) unstage(ctx context.Context, run string) error {
 	})
 }
 
-// WorkPartitions implements ledgerdb.Distributor.
-func (s *Store) WorkPartitions(ctx context.Context, d *ledgerdb.Distribution) error {
+// PartitionWork implements ledgerdb.Distributor.
+func (s *Store) PartitionWork(ctx context.Context, d *ledgerdb.Distribution) error {
 	if d.Workers < 1 {
 		return errors.New("work partitions: a worker works at least one partition at a time")
 	}

@@ -23,7 +23,7 @@ func migrated(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(context.Background()); err != nil {
+	if _, err := s.SchemaMigrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -40,11 +40,11 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 	s := migrated(t)
 	at := time.Now().Add(-time.Hour).UTC()
 	const key = "app_1:charge:0"
-	if err := s.LoadEffects(ctx, []reconcile.Effect{{Key: key, RunID: "app_1", Step: "charge", Provider: "stripe",
+	if err := s.EffectLoad(ctx, []reconcile.Effect{{Key: key, RunID: "app_1", Step: "charge", Provider: "stripe",
 		Status: reconcile.StatusAttempted, CreatedAt: at, Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := s.IngestSource(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "e1", RunID: "run_1"},
+	in, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "e1", RunID: "run_1"},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			ev := reconcile.Evidence{Provider: "stripe", TxID: "ch_0", Kind: reconcile.KindCharge, RawKind: "charge", Time: at, URI: "report.csv",
 				Line: 2, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, EffectKey: key, Raw: "ch_0"}
@@ -76,7 +76,7 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 		late, lateRead = m, r
 		return []ledgerdb.Confirmation{{Key: key, ExternalID: "ch_0"}}, []byte(`"first"`), nil
 	}
-	sum, results, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID},
+	sum, results, err := s.PartitionDistribute(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID},
 		Kinds: matcher.StepKinds()}, d)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 func TestAPartitionThatCannotBeMatchedFailsTheRun(t *testing.T) {
 	ctx := context.Background()
 	s := migrated(t)
-	if err := s.LoadEffects(ctx, []reconcile.Effect{{Key: "app_1:charge:0", RunID: "app_1", Step: "charge", Provider: "stripe",
+	if err := s.EffectLoad(ctx, []reconcile.Effect{{Key: "app_1:charge:0", RunID: "app_1", Step: "charge", Provider: "stripe",
 		Status: reconcile.StatusAttempted, CreatedAt: time.Now().UTC(), Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)}}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +126,8 @@ func TestAPartitionThatCannotBeMatchedFailsTheRun(t *testing.T) {
 		}}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, _, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Kinds: matcher.StepKinds()}, d)
+	_, _, err := s.PartitionDistribute(ctx, &ledgerdb.MatchParams{RunID: "run_1", Kinds: matcher.StepKinds()}, d)
 	if err == nil || !strings.Contains(err.Error(), "the effect's request is not what the matcher reads") {
-		t.Errorf("DistributePartitions = %v; want the partition's failure", err)
+		t.Errorf("PartitionDistribute = %v; want the partition's failure", err)
 	}
 }

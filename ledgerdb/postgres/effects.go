@@ -48,8 +48,8 @@ func scanEffect(row pgx.Row) (*reconcile.Effect, error) {
 	return &e, nil
 }
 
-// RecordAttempt implements ledgerdb.Store.
-func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
+// EffectRecord implements ledgerdb.Store.
+func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
 	res, err := recordAttempt(ctx, s.pool, p, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
@@ -86,8 +86,8 @@ func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now
 	return driver.SameAttempt(e, p, req)
 }
 
-// Confirm implements ledgerdb.Store.
-func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
+// EffectConfirm implements ledgerdb.Store.
+func (s *Store) EffectConfirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
 	var resp any // NULL when no response was given
 	if len(p.Response) > 0 {
 		resp = string(p.Response)
@@ -99,35 +99,35 @@ func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconc
 	if !errors.Is(err, reconcile.ErrNotFound) {
 		return e, err
 	}
-	cur, err := s.Effect(ctx, p.Key)
+	cur, err := s.EffectGet(ctx, p.Key)
 	if err != nil {
 		return nil, err
 	}
 	return driver.AlreadyConfirmed(cur, p.ExternalID)
 }
 
-// Abandon implements ledgerdb.Store.
-func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
+// EffectAbandon implements ledgerdb.Store.
+func (s *Store) EffectAbandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
 	e, err := scanEffect(s.pool.QueryRow(ctx, `
 		UPDATE effect SET status = 'abandoned' WHERE key = $1 AND status = 'attempted'
 		RETURNING `+effectCols, p.Key))
 	if !errors.Is(err, reconcile.ErrNotFound) {
 		return e, err
 	}
-	cur, err := s.Effect(ctx, p.Key)
+	cur, err := s.EffectGet(ctx, p.Key)
 	if err != nil {
 		return nil, err
 	}
 	return driver.AlreadyAbandoned(cur)
 }
 
-// Effect implements ledgerdb.Store.
-func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, error) {
+// EffectGet implements ledgerdb.Store.
+func (s *Store) EffectGet(ctx context.Context, key string) (*reconcile.Effect, error) {
 	return scanEffect(s.pool.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, key))
 }
 
-// LoadEffects implements ledgerdb.Store, with COPY.
-func (s *Store) LoadEffects(ctx context.Context, effects []reconcile.Effect) error {
+// EffectLoad implements ledgerdb.Store, with COPY.
+func (s *Store) EffectLoad(ctx context.Context, effects []reconcile.Effect) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"effect"}, []string{"key", "run_id", "step", "provider", "status", "external_id",
 			"request", "response", "created_at", "confirmed_at", "parent_key", "depth"}, pgx.CopyFromSlice(len(effects), func(i int) ([]any, error) {

@@ -53,9 +53,9 @@ func scanEscalation(row pgx.Row) (*reconcile.Escalation, error) {
 	return &e, nil
 }
 
-// Escalate implements ledgerdb.Store: one conditional upsert that opens the
+// EscalationOpen implements ledgerdb.Store: one conditional upsert that opens the
 // escalation, or opens a resolved one again under the next generation.
-func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledgerdb.EscalateResult, error) {
+func (s *Store) EscalationOpen(ctx context.Context, p *ledgerdb.EscalateParams) (*ledgerdb.EscalateResult, error) {
 	e, err := scanEscalation(s.pool.QueryRow(ctx, `
 		INSERT INTO escalation (key, subject, class, reason, run_id, status, generation, opened_at)
 		VALUES ($1, $2, $3, $4, $5, 'open', 1, $6)
@@ -77,8 +77,8 @@ func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledg
 	return &ledgerdb.EscalateResult{Escalation: *e}, nil
 }
 
-// Acknowledge implements ledgerdb.Store.
-func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
+// EscalationAcknowledge implements ledgerdb.Store.
+func (s *Store) EscalationAcknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
 	e, err := scanEscalation(s.pool.QueryRow(ctx, `UPDATE escalation SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3
 		WHERE key = $1 AND status = 'open' RETURNING `+escalationCols, p.Key, s.now(), p.By))
 	if !errors.Is(err, reconcile.ErrNotFound) {
@@ -90,15 +90,15 @@ func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) 
 	return driver.Acknowledged(e)
 }
 
-// MarkPaged implements ledgerdb.Store.
-func (s *Store) MarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) error {
+// EscalationMarkPaged implements ledgerdb.Store.
+func (s *Store) EscalationMarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) error {
 	_, err := s.pool.Exec(ctx, `UPDATE escalation SET paged_at = $3 WHERE key = $1 AND generation = $2 AND paged_at IS NULL`,
 		p.Key, p.Generation, s.now())
 	return err
 }
 
-// Escalations implements ledgerdb.Store.
-func (s *Store) Escalations(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
+// EscalationList implements ledgerdb.Store.
+func (s *Store) EscalationList(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+escalationCols+` FROM escalation
 		WHERE ($1 = '' OR subject = $1 OR subject LIKE $2) AND (NOT $3 OR status <> 'resolved')
 		  AND ($4::timestamptz IS NULL OR (status = 'resolved' AND resolved_at > $4))
@@ -115,8 +115,8 @@ func (s *Store) Escalations(ctx context.Context, p *ledgerdb.EscalationsParams) 
 	})
 }
 
-// Resolve implements ledgerdb.Store.
-func (s *Store) Resolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledgerdb.ResolveResult, error) {
+// EffectResolve implements ledgerdb.Store.
+func (s *Store) EffectResolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledgerdb.ResolveResult, error) {
 	res := &ledgerdb.ResolveResult{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now()
@@ -165,8 +165,8 @@ func (s *Store) Resolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledger
 	return res, nil
 }
 
-// EffectStates implements ledgerdb.Store.
-func (s *Store) EffectStates(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error) {
+// EffectStateGetMany implements ledgerdb.Store.
+func (s *Store) EffectStateGetMany(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key, class, final, run_id, classified_at, since FROM effect_state WHERE key = ANY($1)`, nonNil(keys))
 	if err != nil {
 		return nil, err
@@ -187,8 +187,8 @@ func (s *Store) EffectStates(ctx context.Context, keys []string) (map[string]rec
 	return out, rows.Err()
 }
 
-// EffectFindings implements ledgerdb.Store.
-func (s *Store) EffectFindings(ctx context.Context, effectKey string) ([]ledgerdb.RunFinding, error) {
+// FindingListByEffect implements ledgerdb.Store.
+func (s *Store) FindingListByEffect(ctx context.Context, effectKey string) ([]ledgerdb.RunFinding, error) {
 	rows, err := s.pool.Query(ctx, `SELECT f.run_id, r.started_at, f.class, f.effect_key, f.provider, f.currency, f.expected_minor,
 		f.observed_minor, f.transactions, f.actions, f.reason
 		FROM finding f JOIN run r ON r.id = f.run_id WHERE f.effect_key = $1 ORDER BY r.started_at, f.run_id`, effectKey)
@@ -210,8 +210,8 @@ func (s *Store) EffectFindings(ctx context.Context, effectKey string) ([]ledgerd
 	})
 }
 
-// ClaimsOf implements ledgerdb.Store.
-func (s *Store) ClaimsOf(ctx context.Context, effectKey string) ([]reconcile.Claim, error) {
+// ClaimListByEffect implements ledgerdb.Store.
+func (s *Store) ClaimListByEffect(ctx context.Context, effectKey string) ([]reconcile.Claim, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1 OR key LIKE $2 ORDER BY key`,
 		effectKey, childPattern(effectKey))
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"reconcile/ledgerdb/internal/driver"
 )
 
-// LinkedEvidence implements ledgerdb.Store. Each comparison names the
+// EvidenceListLinked implements ledgerdb.Store. Each comparison names the
 // "C" collation, the lookup indexes' (migration 013).
-func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
+func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
 	return s.queryEvidence(ctx, `WHERE NOT ev.source_id = ANY($3) AND (
 		(ev.effect_key <> '' AND ev.effect_key COLLATE "C" = ANY($1)) OR (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($1))
 		OR (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY($2))
@@ -23,10 +23,10 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
 }
 
-// RecordFindings implements ledgerdb.Store. The finding rows are streamed
+// FindingRecord implements ledgerdb.Store. The finding rows are streamed
 // to COPY as they are encoded, not gathered first: a run of ten million
 // effects has hundreds of thousands of findings.
-func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
+func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
 	res, dec := &ledgerdb.FindingsResult{}, driver.Decide(p)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now()
@@ -74,8 +74,8 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 	return res, nil
 }
 
-// Findings implements ledgerdb.Store.
-func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
+// FindingListByRun implements ledgerdb.Store.
+func (s *Store) FindingListByRun(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
 	rows, err := s.pool.Query(ctx, `SELECT class, effect_key, provider, currency, expected_minor, observed_minor, transactions, actions, reason
 		FROM finding WHERE run_id = $1 ORDER BY seq`, runID)
 	if err != nil {

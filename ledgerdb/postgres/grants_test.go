@@ -38,7 +38,7 @@ func grantedLedger(t *testing.T) *granted {
 	t.Helper()
 	ctx := context.Background()
 	g := &granted{adminURL: pgtest.Schema(t)}
-	if _, err := open(t, g.adminURL, nil).Migrate(ctx); err != nil {
+	if _, err := open(t, g.adminURL, nil).SchemaMigrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := pgx.Connect(ctx, g.adminURL)
@@ -165,7 +165,7 @@ func TestGrantsAreTheREADMEs(t *testing.T) {
 func TestGrantsLimitTheJobsRole(t *testing.T) {
 	g := grantedLedger(t)
 	at := time.Now().UTC().Add(-time.Hour)
-	if err := open(t, g.adminURL, nil).LoadEffects(context.Background(), []reconcile.Effect{
+	if err := open(t, g.adminURL, nil).EffectLoad(context.Background(), []reconcile.Effect{
 		appEffect("app_1:charge:0", reconcile.StatusAttempted, "", at),
 		appEffect("app_1:charge:1", reconcile.StatusConfirmed, "pi_1", at),
 	}); err != nil {
@@ -235,7 +235,7 @@ func TestGrantsLeaveTheApplicationAlone(t *testing.T) {
 	}
 	for _, as := range []struct{ name, url string }{{"owner", ownerURL}, {"role", appURL}} {
 		t.Run(as.name, func(t *testing.T) {
-			if err := open(t, g.adminURL, nil).LoadEffects(ctx, []reconcile.Effect{appEffect("app_1:charge:1", reconcile.StatusAttempted, "", time.Now())}); err != nil {
+			if err := open(t, g.adminURL, nil).EffectLoad(ctx, []reconcile.Effect{appEffect("app_1:charge:1", reconcile.StatusAttempted, "", time.Now())}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { g.admin.Exec(context.WithoutCancel(ctx), "DELETE FROM effect") })
@@ -255,7 +255,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	ctx := context.Background()
 	clock := ledgerdbtest.NewClock()
 	t0 := clock.Now().Add(-time.Hour)
-	if err := open(t, g.adminURL, nil).LoadEffects(ctx, []reconcile.Effect{
+	if err := open(t, g.adminURL, nil).EffectLoad(ctx, []reconcile.Effect{
 		appEffect("app_1:charge:0", reconcile.StatusAttempted, "", t0), // confirmed by the matching
 		appEffect("app_1:charge:1", reconcile.StatusConfirmed, "pi_1", t0),
 		appEffect("app_1:charge:2", reconcile.StatusAttempted, "", t0), // confirmed by the findings
@@ -271,10 +271,10 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			t.Fatalf("%s as the job's role: %v", what, err)
 		}
 	}
-	must("CheckSchema", s.CheckSchema(ctx))
-	_, err := s.StartRun(ctx, &ledgerdb.StartRunParams{ID: "run_1", Args: json.RawMessage(`{"apply": true}`)})
+	must("CheckSchema", s.SchemaCheck(ctx))
+	_, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_1", Args: json.RawMessage(`{"apply": true}`)})
 	must("StartRun", err)
-	if _, err := s.FindSource(ctx, "h1", "etag1"); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := s.SourceFind(ctx, "h1", "etag1"); !errors.Is(err, reconcile.ErrNotFound) {
 		t.Fatalf("FindSource as the job's role: %v, want ErrNotFound", err)
 	}
 	ev := func(id, key, intent string) reconcile.Evidence {
@@ -282,7 +282,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, EffectKey: key, PaymentIntent: intent, Raw: id}
 	}
 	evidence := []reconcile.Evidence{ev("ch_0", "app_1:charge:0", "pi_0"), ev("ch_1a", "app_1:charge:1", "pi_1"), ev("ch_1b", "app_1:charge:1", "pi_1b")}
-	in, err := s.IngestSource(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "etag1", RunID: "run_1"},
+	in, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "etag1", RunID: "run_1"},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			for i := range evidence {
 				evidence[i].Line = i + 2
@@ -296,19 +296,19 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			return &ledgerdb.SourceRecord{Format: "test", Hash: "h1", Rows: 4, Evidence: 3, Rejected: 1}, nil
 		})
 	must("IngestSource", err)
-	_, err = s.Sources(ctx)
+	_, err = s.SourceList(ctx)
 	must("Sources", err)
-	_, _, _, err = s.SourceRows(ctx, in.SourceID)
+	_, _, _, err = s.SourceGetRows(ctx, in.SourceID)
 	must("SourceRows", err)
-	_, err = s.RejectedRows(ctx, in.SourceID, 0)
+	_, err = s.RejectedListBySource(ctx, in.SourceID, 0)
 	must("RejectedRows", err)
-	_, err = s.Coverage(ctx, []int64{in.SourceID})
+	_, err = s.CoverageList(ctx, []int64{in.SourceID})
 	must("Coverage", err)
-	_, err = s.LinkedEvidence(ctx, &ledgerdb.LinkParams{Keys: []string{"app_1:charge:1"}, IDs: []string{"pi_1"}})
+	_, err = s.EvidenceListLinked(ctx, &ledgerdb.LinkParams{Keys: []string{"app_1:charge:1"}, IDs: []string{"pi_1"}})
 	must("LinkedEvidence", err)
 
 	kinds := map[string]reconcile.Kind{"charge": reconcile.KindCharge, "compensate": reconcile.KindRefund}
-	sum, err := s.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
+	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			var out []ledgerdb.Confirmation
 			for _, e := range p.Effects {
@@ -322,20 +322,20 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	if sum.Confirmed != 1 {
 		t.Errorf("MatchPartitions as the job's role confirmed %d effects, want 1", sum.Confirmed)
 	}
-	_, results, err := s.DistributePartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
+	_, results, err := s.PartitionDistribute(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
 		&ledgerdb.Distribution{Workers: 1, Worker: "w1", Input: []byte(`{}`),
 			Match: func([]byte, *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
 				return nil, []byte(`{}`), nil
 			}})
-	must("DistributePartitions", err)
+	must("PartitionDistribute", err)
 	if len(results) != 1 {
-		t.Errorf("DistributePartitions as the job's role gave %d results, want 1", len(results))
+		t.Errorf("PartitionDistribute as the job's role gave %d results, want 1", len(results))
 	}
 	tx := func(id string) reconcile.Transaction {
 		return reconcile.Transaction{Provider: "stripe", ID: id, Kind: reconcile.KindCharge, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}}
 	}
 	const compKey = "app_1:charge:1:compensate:ch_1b"
-	fres, err := s.RecordFindings(ctx, &ledgerdb.FindingsParams{RunID: "run_1", Discrepancies: []reconcile.Discrepancy{
+	fres, err := s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_1", Discrepancies: []reconcile.Discrepancy{
 		{Class: reconcile.Confirmed, EffectKey: "app_1:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{tx("ch_2")}},
 		{Class: reconcile.Duplicated, EffectKey: "app_1:charge:1", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000, ObservedMinor: 2000,
 			Transactions: []reconcile.Transaction{tx("ch_1a"), tx("ch_1b")},
@@ -345,59 +345,59 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	if fres.Confirmed != 1 {
 		t.Errorf("RecordFindings as the job's role confirmed %d effects, want 1", fres.Confirmed)
 	}
-	_, err = s.Findings(ctx, "run_1")
+	_, err = s.FindingListByRun(ctx, "run_1")
 	must("Findings", err)
-	_, err = s.EffectFindings(ctx, "app_1:charge:1")
+	_, err = s.FindingListByEffect(ctx, "app_1:charge:1")
 	must("EffectFindings", err)
-	_, err = s.EffectStates(ctx, []string{"app_1:charge:1"})
+	_, err = s.EffectStateGetMany(ctx, []string{"app_1:charge:1"})
 	must("EffectStates", err)
 
 	// The compensation: its claim and row in one transaction, then its
 	// settlement and confirmation in one.
 	comp := &ledgerdb.RecordParams{Key: compKey, RunID: "app_1", Step: "compensate", Provider: "stripe", ParentKey: "app_1:charge:1", Depth: 1,
 		Request: json.RawMessage(`{"amount": 1000, "currency": "eur", "charge": "ch_1b", "metadata": {"effect_key": "` + compKey + `", "compensates": "app_1:charge:1"}}`)}
-	c, err := s.Claim(ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "job", TTL: time.Minute, Effect: comp})
+	c, err := s.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "job", TTL: time.Minute, Effect: comp})
 	must("Claim with a compensation row", err)
-	_, err = s.Renew(ctx, &ledgerdb.RenewParams{Key: compKey, Fence: c.Claim.Fence, TTL: time.Minute})
+	_, err = s.ClaimRenew(ctx, &ledgerdb.RenewParams{Key: compKey, Fence: c.Claim.Fence, TTL: time.Minute})
 	must("Renew", err)
-	_, err = s.Settle(ctx, &ledgerdb.SettleParams{Key: compKey, Fence: c.Claim.Fence, Owner: "job", Success: true, Result: json.RawMessage(`{"refund": "re_1"}`),
+	_, err = s.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: compKey, Fence: c.Claim.Fence, Owner: "job", Success: true, Result: json.RawMessage(`{"refund": "re_1"}`),
 		Confirm: &ledgerdb.ConfirmParams{Key: compKey, ExternalID: "re_1", Response: json.RawMessage(`{"id": "re_1"}`)}})
 	must("Settle with a confirmation", err)
 	// A success settled after another owner took the lease over: an orphan.
-	old, err := s.Claim(ctx, &ledgerdb.ClaimParams{Key: "run-lease", Owner: "a", TTL: time.Minute})
+	old, err := s.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: "run-lease", Owner: "a", TTL: time.Minute})
 	must("Claim", err)
 	clock.Advance(2 * time.Minute)
-	_, err = s.Claim(ctx, &ledgerdb.ClaimParams{Key: "run-lease", Owner: "b", TTL: time.Minute})
+	_, err = s.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: "run-lease", Owner: "b", TTL: time.Minute})
 	must("Claim over an expired lease", err)
-	w, err := s.Settle(ctx, &ledgerdb.SettleParams{Key: "run-lease", Fence: old.Claim.Fence, Owner: "a", Success: true, Result: json.RawMessage(`{}`)})
+	w, err := s.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: "run-lease", Fence: old.Claim.Fence, Owner: "a", Success: true, Result: json.RawMessage(`{}`)})
 	must("Settle superseded", err)
 	if w.Orphan == nil {
 		t.Errorf("a superseded success settled as the job's role recorded no orphan: %+v", w)
 	}
-	_, err = s.Orphans(ctx)
+	_, err = s.OrphanList(ctx)
 	must("Orphans", err)
-	_, err = s.ClaimOf(ctx, compKey)
+	_, err = s.ClaimGet(ctx, compKey)
 	must("ClaimOf", err)
-	_, err = s.ClaimsByKey(ctx, []string{compKey, "run-lease"})
+	_, err = s.ClaimGetMany(ctx, []string{compKey, "run-lease"})
 	must("ClaimsByKey", err)
-	_, err = s.ClaimsOf(ctx, "app_1:charge:1")
+	_, err = s.ClaimListByEffect(ctx, "app_1:charge:1")
 	must("ClaimsOf", err)
 
-	esc, err := s.Escalate(ctx, &ledgerdb.EscalateParams{Key: "app_1:charge:3:escalate:missing", Subject: "app_1:charge:3", Class: reconcile.Missing,
+	esc, err := s.EscalationOpen(ctx, &ledgerdb.EscalateParams{Key: "app_1:charge:3:escalate:missing", Subject: "app_1:charge:3", Class: reconcile.Missing,
 		Reason: "no charge", RunID: "run_1"})
 	must("Escalate", err)
-	must("MarkPaged", s.MarkPaged(ctx, &ledgerdb.MarkPagedParams{Key: esc.Escalation.Key, Generation: esc.Escalation.Generation}))
-	_, err = s.Escalations(ctx, &ledgerdb.EscalationsParams{Open: true})
+	must("MarkPaged", s.EscalationMarkPaged(ctx, &ledgerdb.MarkPagedParams{Key: esc.Escalation.Key, Generation: esc.Escalation.Generation}))
+	_, err = s.EscalationList(ctx, &ledgerdb.EscalationsParams{Open: true})
 	must("Escalations", err)
-	_, err = s.Acknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: esc.Escalation.Key, By: "alice"})
+	_, err = s.EscalationAcknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: esc.Escalation.Key, By: "alice"})
 	must("Acknowledge", err)
-	_, err = s.Resolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:3", As: reconcile.ResolvedAbandoned, Note: "never sent", By: "alice"})
+	_, err = s.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:3", As: reconcile.ResolvedAbandoned, Note: "never sent", By: "alice"})
 	must("Resolve as abandoned", err)
-	_, err = s.Resolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:4", As: reconcile.ResolvedConfirmed, Note: "seen", By: "alice", ExternalID: "pi_4"})
+	_, err = s.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:4", As: reconcile.ResolvedConfirmed, Note: "seen", By: "alice", ExternalID: "pi_4"})
 	must("Resolve as confirmed", err)
-	_, err = s.FinishRun(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(`{"ok": true}`)})
+	_, err = s.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(`{"ok": true}`)})
 	must("FinishRun", err)
-	_, err = s.Run(ctx, "run_1")
+	_, err = s.RunGet(ctx, "run_1")
 	must("Run", err)
 
 	admin := open(t, g.adminURL, nil)
@@ -412,7 +412,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 		{"app_1:charge:4", reconcile.StatusConfirmed, "pi_4"},
 		{compKey, reconcile.StatusConfirmed, "re_1"},
 	} {
-		e, err := admin.Effect(ctx, want.key)
+		e, err := admin.EffectGet(ctx, want.key)
 		if err != nil {
 			t.Fatalf("effect %s: %v", want.key, err)
 		}
@@ -420,7 +420,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			t.Errorf("effect %s is %s %q after the job's run, want %s %q", want.key, e.Status, e.ExternalID, want.status, want.id)
 		}
 	}
-	if r, err := admin.Run(ctx, "run_1"); err != nil || r.Status != reconcile.RunSucceeded {
+	if r, err := admin.RunGet(ctx, "run_1"); err != nil || r.Status != reconcile.RunSucceeded {
 		t.Errorf("run_1 = %+v, %v; want succeeded", r, err)
 	}
 }
@@ -431,7 +431,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 func TestARoleWithoutUsageOfTheSchemaIsToldSo(t *testing.T) {
 	ctx := context.Background()
 	adminURL := pgtest.Schema(t)
-	if _, err := open(t, adminURL, nil).Migrate(ctx); err != nil {
+	if _, err := open(t, adminURL, nil).SchemaMigrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	admin := connect(t, adminURL)
@@ -441,7 +441,7 @@ func TestARoleWithoutUsageOfTheSchemaIsToldSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = s.CheckSchema(ctx)
+	err = s.SchemaCheck(ctx)
 	if err == nil || !strings.Contains(err.Error(), "USAGE") || strings.Contains(err.Error(), "migration") {
 		t.Errorf("CheckSchema as a role without USAGE = %v, want it to say the role may not use the schema", err)
 	}

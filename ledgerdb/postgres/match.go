@@ -15,8 +15,8 @@ import (
 	"reconcile/ledgerdb/internal/driver"
 )
 
-// Coverage implements ledgerdb.Store.
-func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.CoverageEnd, error) {
+// CoverageList implements ledgerdb.Store.
+func (s *Store) CoverageList(ctx context.Context, sourceIDs []int64) ([]ledgerdb.CoverageEnd, error) {
 	rows, err := s.pool.Query(ctx, `SELECT provider, kind, max(occurred_at) FROM evidence WHERE source_id = ANY($1)
 		GROUP BY provider, kind ORDER BY provider, kind`, nonNil(sourceIDs))
 	if err != nil {
@@ -37,12 +37,12 @@ func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.Cov
 	})
 }
 
-// MatchPartitions implements ledgerdb.Store. It works on connections of
+// PartitionMatch implements ledgerdb.Store. It works on connections of
 // its own: one fetches, into temporary tables that vanish with it (see
 // match_sql.go) and from them into a driver.Spill; the other records,
 // so that the next partition is read and the last recorded while match
 // classifies this one.
-func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+func (s *Store) PartitionMatch(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)

@@ -1,6 +1,6 @@
 package postgres
 
-// The statements of MatchPartitions, in the order they run. The ledger
+// The statements of PartitionMatch, in the order they run. The ledger
 // fetches, by keys, what a run needs, and the run reads it once into a
 // driver.Spill, which cuts it into partitions. Over temporary tables:
 //
@@ -58,7 +58,7 @@ UNION ALL SELECT false, * FROM m_early WHERE kind = ANY($2)`
   JOIN source s ON s.id = r.source_id) r`
 
 	// matchRecordNew, matchRecordStates and matchRecordConfirmed record a
-	// partition's confirmations (in m_conf), as RecordFindings records
+	// partition's confirmations (in m_conf), as FindingRecord records
 	// confirmed findings. The states of effects that had none (fresh) are
 	// inserted without the cost of ON CONFLICT; should another writer have
 	// given one a state meanwhile, the upsert does them all instead.

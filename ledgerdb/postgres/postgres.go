@@ -46,11 +46,17 @@ type Store struct {
 	where string // the URL without its password, for messages
 }
 
-var _ ledgerdb.Store = (*Store)(nil)
+// A Store writes sources in parallel and distributes partitions: the run
+// asks for both by type assertion, so a method renamed here would turn
+// them off without a compile error but for these.
+var (
+	_ ledgerdb.ParallelWriter = (*Store)(nil)
+	_ ledgerdb.Distributor    = (*Store)(nil)
+)
 
 // Open connects to the ledger at url (postgres:// or postgresql://). A
 // search_path query parameter selects a schema. It checks nothing about the
-// schema: call CheckSchema or Migrate.
+// schema: call SchemaCheck or Migrate.
 func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) {
 	where := ledgerdb.Redact(url)
 	pc, err := pgxpool.ParseConfig(url)
@@ -81,8 +87,8 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// CheckSchema implements ledgerdb.Store.
-func (s *Store) CheckSchema(ctx context.Context) error {
+// SchemaCheck implements ledgerdb.Store.
+func (s *Store) SchemaCheck(ctx context.Context) error {
 	applied, err := applied(ctx, s.pool)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", s.where, err)
@@ -102,9 +108,9 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	return driver.Check(s.where, migrations(), applied)
 }
 
-// Migrate implements ledgerdb.Store. An advisory lock per schema makes two
+// SchemaMigrate implements ledgerdb.Store. An advisory lock per schema makes two
 // processes that migrate at once take turns.
-func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
+func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 	known, err := driver.LoadMigrations(migrations())
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func TestLedger(t *testing.T) {
 	ledgerdbtest.Exercise(t, func(t *testing.T, now func() time.Time) (ledgerdb.Store, func() ledgerdb.Store) {
 		url := pgtest.Schema(t)
 		s := open(t, url, now)
-		if _, err := s.Migrate(context.Background()); err != nil {
+		if _, err := s.SchemaMigrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return s, func() ledgerdb.Store { return open(t, url, now) }

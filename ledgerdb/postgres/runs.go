@@ -36,8 +36,8 @@ func scanRun(row pgx.Row) (*reconcile.Run, error) {
 	return &r, nil
 }
 
-// StartRun implements ledgerdb.Store.
-func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
+// RunStart implements ledgerdb.Store.
+func (s *Store) RunStart(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
 	r, err := scanRun(s.pool.QueryRow(ctx, `
 		INSERT INTO run (id, status, args, started_at) VALUES ($1, 'running', $2, $3)
 		RETURNING `+runCols, p.ID, nullJSON(p.Args), s.now()))
@@ -47,11 +47,11 @@ func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 	return r, nil
 }
 
-// FinishRun implements ledgerdb.Store. The result of a large run is
+// RunFinish implements ledgerdb.Store. The result of a large run is
 // hundreds of megabytes of JSON: it goes in through COPY, a piece at a time,
 // rather than as one parameter that would be copied whole, and is not read
 // back (the run returned carries the result as given).
-func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
+func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
 	var r *reconcile.Run
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE run_result (result text) ON COMMIT DROP`); err != nil {
@@ -69,7 +69,7 @@ func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 		return err
 	})
 	if errors.Is(err, reconcile.ErrNotFound) {
-		if _, gerr := s.Run(ctx, p.ID); gerr != nil {
+		if _, gerr := s.RunGet(ctx, p.ID); gerr != nil {
 			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
 		}
 		return nil, fmt.Errorf("run %s: finish: %w: it is not running", p.ID, reconcile.ErrInvalidTransition)
@@ -141,13 +141,13 @@ func copyEscape(ch byte) byte {
 	return ch
 }
 
-// Run implements ledgerdb.Store.
-func (s *Store) Run(ctx context.Context, id string) (*reconcile.Run, error) {
+// RunGet implements ledgerdb.Store.
+func (s *Store) RunGet(ctx context.Context, id string) (*reconcile.Run, error) {
 	return scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM run WHERE id = $1`, id))
 }
 
-// Runs implements ledgerdb.Store.
-func (s *Store) Runs(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
+// RunList implements ledgerdb.Store.
+func (s *Store) RunList(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
 	var limit *int
 	if p.Limit > 0 {
 		limit = &p.Limit

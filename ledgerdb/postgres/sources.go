@@ -15,8 +15,8 @@ import (
 	"reconcile/ledgerdb/internal/driver"
 )
 
-// FindSource implements ledgerdb.Store.
-func (s *Store) FindSource(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
+// SourceFind implements ledgerdb.Store.
+func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
 	r, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source
 		WHERE (hash = $1 AND $1 <> '') OR (etag = $2 AND $2 <> '') ORDER BY id LIMIT 1`, hash, etag))
 	if err != nil {
@@ -29,12 +29,12 @@ var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id",
 	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id",
 	"description", "metadata", "raw"}
 
-// IngestSource implements ledgerdb.Store: the evidence goes in with one
+// SourceIngest implements ledgerdb.Store: the evidence goes in with one
 // COPY that runs while fill parses (see copyStream), the rejected rows with
 // another after it, inside one transaction; the manifest's hash is set
 // last, so a concurrent ingest of the same content fails on the unique hash
 // and rolls back whole.
-func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
+func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES ($1, nullif($2, ''), nullif($3, ''), $4) RETURNING id`,
@@ -104,8 +104,8 @@ func scanSource(row pgx.Row) (ledgerdb.SourceRecord, error) {
 	return r, err
 }
 
-// Sources implements ledgerdb.Store.
-func (s *Store) Sources(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
+// SourceList implements ledgerdb.Store.
+func (s *Store) SourceList(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+sourceCols+` FROM source ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -113,8 +113,8 @@ func (s *Store) Sources(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.SourceRecord, error) { return scanSource(r) })
 }
 
-// SourceRows implements ledgerdb.Store.
-func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
+// SourceGetRows implements ledgerdb.Store.
+func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
 	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
 	if err != nil {
 		return nil, nil, nil, err
@@ -127,8 +127,8 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	return &rec, evidence, rejected, err
 }
 
-// RejectedRows implements ledgerdb.Store.
-func (s *Store) RejectedRows(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
+// RejectedListBySource implements ledgerdb.Store.
+func (s *Store) RejectedListBySource(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
 	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
 	if err != nil {
 		return nil, err

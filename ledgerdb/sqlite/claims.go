@@ -52,11 +52,11 @@ func leaseUntil(now time.Time, ttl time.Duration) any {
 	return ts(now.Add(ttl))
 }
 
-// Claim implements ledgerdb.Store: one conditional upsert that inserts the
+// ClaimAcquire implements ledgerdb.Store: one conditional upsert that inserts the
 // first claim, or takes over a failed claim or an expired lease with
 // fence + 1. The write transaction holds SQLite's write lock, so reading the
 // row to say why nothing changed sees what the upsert saw.
-func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
+func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
 	var res *reconcile.ClaimResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
@@ -94,8 +94,8 @@ func (s *Store) Claim(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.
 	return res, nil
 }
 
-// Renew implements ledgerdb.Store.
-func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
+// ClaimRenew implements ledgerdb.Store.
+func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
 	var res *reconcile.WriteResult
 	err := s.inTxOn(ctx, s.renewals, func(tx *sql.Tx) error {
 		c, err := scanClaim(tx.QueryRowContext(ctx, `
@@ -121,10 +121,10 @@ func (s *Store) Renew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.
 	return res, nil
 }
 
-// Settle implements ledgerdb.Store: a write conditional on the fence and on
+// ClaimSettle implements ledgerdb.Store: a write conditional on the fence and on
 // the claim being held; when it changes nothing, the same transaction says
 // why and, for a superseded success, records the orphan.
-func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
+func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
 	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -167,13 +167,13 @@ func (s *Store) Settle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcil
 	return res, nil
 }
 
-// ClaimOf implements ledgerdb.Store.
-func (s *Store) ClaimOf(ctx context.Context, key string) (*reconcile.Claim, error) {
+// ClaimGet implements ledgerdb.Store.
+func (s *Store) ClaimGet(ctx context.Context, key string) (*reconcile.Claim, error) {
 	return scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, key))
 }
 
-// ClaimsByKey implements ledgerdb.Store.
-func (s *Store) ClaimsByKey(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
+// ClaimGetMany implements ledgerdb.Store.
+func (s *Store) ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key IN (SELECT value FROM json_each(?))`, jsonList(keys))
 	if err != nil {
 		return nil, err
@@ -190,8 +190,8 @@ func (s *Store) ClaimsByKey(ctx context.Context, keys []string) (map[string]*rec
 	return out, rows.Err()
 }
 
-// Orphans implements ledgerdb.Store.
-func (s *Store) Orphans(ctx context.Context) ([]reconcile.Orphan, error) {
+// OrphanList implements ledgerdb.Store.
+func (s *Store) OrphanList(ctx context.Context) ([]reconcile.Orphan, error) {
 	rows, err := s.db.QueryContext(ctx, `
 		SELECT id, key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at
 		FROM orphan ORDER BY id`)

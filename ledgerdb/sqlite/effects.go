@@ -43,8 +43,8 @@ func scanEffect(row scanner) (*reconcile.Effect, error) {
 	return &e, nil
 }
 
-// RecordAttempt implements ledgerdb.Store.
-func (s *Store) RecordAttempt(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
+// EffectRecord implements ledgerdb.Store.
+func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
 	var res *ledgerdb.RecordResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -82,8 +82,8 @@ func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now
 	return driver.SameAttempt(e, p, req)
 }
 
-// Confirm implements ledgerdb.Store.
-func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
+// EffectConfirm implements ledgerdb.Store.
+func (s *Store) EffectConfirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
 	var out *reconcile.Effect
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		e, err := scanEffect(tx.QueryRowContext(ctx, `
@@ -103,8 +103,8 @@ func (s *Store) Confirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconc
 	return out, err
 }
 
-// Abandon implements ledgerdb.Store.
-func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
+// EffectAbandon implements ledgerdb.Store.
+func (s *Store) EffectAbandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
 	var out *reconcile.Effect
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		e, err := scanEffect(tx.QueryRowContext(ctx, `
@@ -123,14 +123,14 @@ func (s *Store) Abandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconc
 	return out, err
 }
 
-// Effect implements ledgerdb.Store.
-func (s *Store) Effect(ctx context.Context, key string) (*reconcile.Effect, error) {
+// EffectGet implements ledgerdb.Store.
+func (s *Store) EffectGet(ctx context.Context, key string) (*reconcile.Effect, error) {
 	return scanEffect(s.db.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, key))
 }
 
-// LoadEffects implements ledgerdb.Store, with one prepared insert in one
+// EffectLoad implements ledgerdb.Store, with one prepared insert in one
 // transaction.
-func (s *Store) LoadEffects(ctx context.Context, effects []reconcile.Effect) error {
+func (s *Store) EffectLoad(ctx context.Context, effects []reconcile.Effect) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO effect (`+effectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {

@@ -51,9 +51,9 @@ func scanEscalation(row scanner) (*reconcile.Escalation, error) {
 	return &e, nil
 }
 
-// Escalate implements ledgerdb.Store: one conditional upsert that opens the
+// EscalationOpen implements ledgerdb.Store: one conditional upsert that opens the
 // escalation, or opens a resolved one again under the next generation.
-func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledgerdb.EscalateResult, error) {
+func (s *Store) EscalationOpen(ctx context.Context, p *ledgerdb.EscalateParams) (*ledgerdb.EscalateResult, error) {
 	var res *ledgerdb.EscalateResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		e, err := scanEscalation(tx.QueryRowContext(ctx, `
@@ -84,8 +84,8 @@ func (s *Store) Escalate(ctx context.Context, p *ledgerdb.EscalateParams) (*ledg
 	return res, nil
 }
 
-// Acknowledge implements ledgerdb.Store.
-func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
+// EscalationAcknowledge implements ledgerdb.Store.
+func (s *Store) EscalationAcknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
 	var out *reconcile.Escalation
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		e, err := scanEscalation(tx.QueryRowContext(ctx, `UPDATE escalation SET status = 'acknowledged', acknowledged_at = ?, acknowledged_by = ?
@@ -106,8 +106,8 @@ func (s *Store) Acknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) 
 	return out, nil
 }
 
-// MarkPaged implements ledgerdb.Store.
-func (s *Store) MarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) error {
+// EscalationMarkPaged implements ledgerdb.Store.
+func (s *Store) EscalationMarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE escalation SET paged_at = ? WHERE key = ? AND generation = ? AND paged_at IS NULL`,
 			ts(s.now()), p.Key, p.Generation)
@@ -115,8 +115,8 @@ func (s *Store) MarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) erro
 	})
 }
 
-// Escalations implements ledgerdb.Store.
-func (s *Store) Escalations(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
+// EscalationList implements ledgerdb.Store.
+func (s *Store) EscalationList(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+escalationCols+` FROM escalation
 		WHERE (?1 = '' OR `+childOf("subject", "?1")+`) AND (NOT ?2 OR status <> 'resolved')
 		  AND (?3 IS NULL OR (status = 'resolved' AND resolved_at > ?3))
@@ -140,8 +140,8 @@ func collectEscalations(rows *sql.Rows) ([]reconcile.Escalation, error) {
 	return out, rows.Err()
 }
 
-// Resolve implements ledgerdb.Store.
-func (s *Store) Resolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledgerdb.ResolveResult, error) {
+// EffectResolve implements ledgerdb.Store.
+func (s *Store) EffectResolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledgerdb.ResolveResult, error) {
 	res := &ledgerdb.ResolveResult{}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := ts(s.now())
@@ -183,8 +183,8 @@ func (s *Store) Resolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledger
 	return res, nil
 }
 
-// EffectStates implements ledgerdb.Store.
-func (s *Store) EffectStates(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error) {
+// EffectStateGetMany implements ledgerdb.Store.
+func (s *Store) EffectStateGetMany(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT key, class, final, run_id, classified_at, since FROM effect_state
 		WHERE key IN (SELECT value FROM json_each(?))`, jsonList(keys))
 	if err != nil {
@@ -213,8 +213,8 @@ func (s *Store) EffectStates(ctx context.Context, keys []string) (map[string]rec
 	return out, rows.Err()
 }
 
-// EffectFindings implements ledgerdb.Store.
-func (s *Store) EffectFindings(ctx context.Context, effectKey string) ([]ledgerdb.RunFinding, error) {
+// FindingListByEffect implements ledgerdb.Store.
+func (s *Store) FindingListByEffect(ctx context.Context, effectKey string) ([]ledgerdb.RunFinding, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT f.run_id, r.started_at, f.class, f.effect_key, f.provider, f.currency, f.expected_minor,
 		f.observed_minor, f.transactions, f.actions, f.reason
 		FROM finding f JOIN run r ON r.id = f.run_id WHERE f.effect_key = ? ORDER BY r.started_at, f.run_id`, effectKey)
@@ -245,8 +245,8 @@ func (s *Store) EffectFindings(ctx context.Context, effectKey string) ([]ledgerd
 	return out, rows.Err()
 }
 
-// ClaimsOf implements ledgerdb.Store.
-func (s *Store) ClaimsOf(ctx context.Context, effectKey string) ([]reconcile.Claim, error) {
+// ClaimListByEffect implements ledgerdb.Store.
+func (s *Store) ClaimListByEffect(ctx context.Context, effectKey string) ([]reconcile.Claim, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+claimCols+` FROM claim WHERE `+childOf("key", "?1")+` ORDER BY key`, effectKey)
 	if err != nil {
 		return nil, err

@@ -21,8 +21,8 @@ func jsonList[T any](v []T) string {
 	return string(b)
 }
 
-// LinkedEvidence implements ledgerdb.Store.
-func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
+// EvidenceListLinked implements ledgerdb.Store.
+func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
 	return s.queryEvidence(ctx, `WHERE ev.source_id NOT IN (SELECT value FROM json_each(?3)) AND (
 		(ev.effect_key <> '' AND ev.effect_key IN (SELECT value FROM json_each(?1)))
 		OR (ev.parent_effect_key <> '' AND ev.parent_effect_key IN (SELECT value FROM json_each(?1)))
@@ -32,8 +32,8 @@ func (s *Store) LinkedEvidence(ctx context.Context, p *ledgerdb.LinkParams) ([]r
 		jsonList(p.Keys), jsonList(p.IDs), jsonList(p.ExcludeSources))
 }
 
-// RecordFindings implements ledgerdb.Store.
-func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
+// FindingRecord implements ledgerdb.Store.
+func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
 	res := &ledgerdb.FindingsResult{}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		now := ts(s.now())
@@ -89,8 +89,8 @@ func (s *Store) RecordFindings(ctx context.Context, p *ledgerdb.FindingsParams) 
 	return res, nil
 }
 
-// Findings implements ledgerdb.Store.
-func (s *Store) Findings(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
+// FindingListByRun implements ledgerdb.Store.
+func (s *Store) FindingListByRun(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT class, effect_key, provider, currency, expected_minor, observed_minor, transactions, actions, reason
 		FROM finding WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"reconcile/ledgerdb/internal/driver"
 )
 
-// Coverage implements ledgerdb.Store.
-func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.CoverageEnd, error) {
+// CoverageList implements ledgerdb.Store.
+func (s *Store) CoverageList(ctx context.Context, sourceIDs []int64) ([]ledgerdb.CoverageEnd, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT provider, kind, max(occurred_at) FROM evidence WHERE source_id IN (SELECT value FROM json_each(?))
 		GROUP BY provider, kind ORDER BY provider, kind`, jsonList(sourceIDs))
 	if err != nil {
@@ -41,9 +41,9 @@ func (s *Store) Coverage(ctx context.Context, sourceIDs []int64) ([]ledgerdb.Cov
 	return out, rows.Err()
 }
 
-// MatchPartitions implements ledgerdb.Store, in temporary tables on the
+// PartitionMatch implements ledgerdb.Store, in temporary tables on the
 // store's one connection (see match_sql.go).
-func (s *Store) MatchPartitions(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
+func (s *Store) PartitionMatch(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err

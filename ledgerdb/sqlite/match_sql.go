@@ -1,6 +1,6 @@
 package sqlite
 
-// The statements of MatchPartitions, in the order they run: the same steps
+// The statements of PartitionMatch, in the order they run: the same steps
 // as the PostgreSQL driver's (see its match_sql.go), over temporary tables
 // on the store's one connection: the ledger fetches, by keys, the effects
 // in scope (m_eff) and the earlier records that name them, and the run

@@ -80,7 +80,7 @@ func child(spec string) error {
 		)
 		for i := range c.Workers {
 			wg.Go(func() {
-				r, err := s.Claim(ctx, &ledgerdb.ClaimParams{Key: c.Key, Owner: fmt.Sprintf("pid%d-w%d", os.Getpid(), i), TTL: ledgerdbtest.Lease})
+				r, err := s.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: c.Key, Owner: fmt.Sprintf("pid%d-w%d", os.Getpid(), i), TTL: ledgerdbtest.Lease})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -92,7 +92,7 @@ func child(spec string) error {
 		}
 		wg.Wait()
 	case "settle":
-		r, err := s.Settle(ctx, &ledgerdb.SettleParams{Key: c.Key, Fence: c.Fence, Success: c.Success, Result: json.RawMessage(c.Result), Owner: "child"})
+		r, err := s.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: c.Key, Fence: c.Fence, Success: c.Success, Result: json.RawMessage(c.Result), Owner: "child"})
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func migrated(t *testing.T, now func() time.Time) (*sqlite.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	s := open(t, path, now)
-	if _, err := s.Migrate(context.Background()); err != nil {
+	if _, err := s.SchemaMigrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s, path
@@ -171,7 +171,7 @@ func TestConcurrentClaimsAcrossProcessesYieldOneOwner(t *testing.T) {
 	if owners != 1 || total != 25 {
 		t.Errorf("%d of %d claims from two processes got ownership, want exactly 1 of 25", owners, total)
 	}
-	c, err := s.ClaimOf(context.Background(), key)
+	c, err := s.ClaimGet(context.Background(), key)
 	if err != nil || c.Fence != 1 {
 		t.Errorf("ClaimOf = %+v, %v; want fence 1", c, err)
 	}
@@ -185,7 +185,7 @@ func TestStaleWriteFromAnotherProcessIsFenced(t *testing.T) {
 	s, path := migrated(t, clock.Now)
 	ctx := context.Background()
 	const key = "run_1:charge:0:compensate:ch_2"
-	mine, err := s.Claim(ctx, &ledgerdb.ClaimParams{Key: key, Owner: "parent", TTL: ledgerdbtest.Lease})
+	mine, err := s.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: key, Owner: "parent", TTL: ledgerdbtest.Lease})
 	if err != nil || mine.Outcome != reconcile.Claimed {
 		t.Fatalf("claim = %v, %v", mine, err)
 	}
@@ -206,11 +206,11 @@ func TestStaleWriteFromAnotherProcessIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r, err := s.Settle(ctx, &ledgerdb.SettleParams{Key: key, Fence: mine.Claim.Fence, Success: false, Error: "timeout"})
+	r, err := s.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: key, Fence: mine.Claim.Fence, Success: false, Error: "timeout"})
 	if err != nil || r.Outcome != reconcile.Superseded {
 		t.Fatalf("stale settle from this process = %v, %v; want superseded", r, err)
 	}
-	c, err := s.ClaimOf(ctx, key)
+	c, err := s.ClaimGet(ctx, key)
 	if err != nil || c.State != reconcile.ClaimDone || !strings.Contains(string(c.Result), "re_child") {
 		t.Errorf("claim = %+v, %v; want done with the child's refund", c, err)
 	}

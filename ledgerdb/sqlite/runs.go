@@ -36,8 +36,8 @@ func scanRun(row interface{ Scan(...any) error }) (*reconcile.Run, error) {
 	return &r, nil
 }
 
-// StartRun implements ledgerdb.Store.
-func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
+// RunStart implements ledgerdb.Store.
+func (s *Store) RunStart(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
 	var r *reconcile.Run
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
 		r, err = scanRun(tx.QueryRowContext(ctx, `
@@ -51,8 +51,8 @@ func (s *Store) StartRun(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 	return r, nil
 }
 
-// FinishRun implements ledgerdb.Store.
-func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
+// RunFinish implements ledgerdb.Store.
+func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
 	// The result is not read back: a large run's is hundreds of megabytes.
 	var r *reconcile.Run
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
@@ -62,7 +62,7 @@ func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 		return err
 	})
 	if errors.Is(err, reconcile.ErrNotFound) {
-		if _, gerr := s.Run(ctx, p.ID); gerr != nil {
+		if _, gerr := s.RunGet(ctx, p.ID); gerr != nil {
 			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
 		}
 		return nil, fmt.Errorf("run %s: finish: %w: it is not running", p.ID, reconcile.ErrInvalidTransition)
@@ -74,13 +74,13 @@ func (s *Store) FinishRun(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 	return r, nil
 }
 
-// Run implements ledgerdb.Store.
-func (s *Store) Run(ctx context.Context, id string) (*reconcile.Run, error) {
+// RunGet implements ledgerdb.Store.
+func (s *Store) RunGet(ctx context.Context, id string) (*reconcile.Run, error) {
 	return scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM run WHERE id = ?`, id))
 }
 
-// Runs implements ledgerdb.Store.
-func (s *Store) Runs(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
+// RunList implements ledgerdb.Store.
+func (s *Store) RunList(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit

@@ -17,8 +17,8 @@ import (
 	"reconcile/ledgerdb/internal/driver"
 )
 
-// FindSource implements ledgerdb.Store.
-func (s *Store) FindSource(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
+// SourceFind implements ledgerdb.Store.
+func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
 	r, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source
 		WHERE (hash = ?1 AND ?1 <> '') OR (etag = ?2 AND ?2 <> '') ORDER BY id LIMIT 1`, hash, etag))
 	if err != nil {
@@ -27,9 +27,9 @@ func (s *Store) FindSource(ctx context.Context, hash, etag string) (*ledgerdb.So
 	return &r, nil
 }
 
-// IngestSource implements ledgerdb.Store: batched inserts through prepared
+// SourceIngest implements ledgerdb.Store: batched inserts through prepared
 // statements inside one write transaction; the manifest's hash is set last.
-func (s *Store) IngestSource(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
+func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES (?, nullif(?, ''), nullif(?, ''), ?) RETURNING id`,
@@ -141,8 +141,8 @@ func scanSource(row scanner) (ledgerdb.SourceRecord, error) {
 	return r, err
 }
 
-// Sources implements ledgerdb.Store.
-func (s *Store) Sources(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
+// SourceList implements ledgerdb.Store.
+func (s *Store) SourceList(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceCols+` FROM source ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -159,8 +159,8 @@ func (s *Store) Sources(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
 	return out, rows.Err()
 }
 
-// SourceRows implements ledgerdb.Store.
-func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
+// SourceGetRows implements ledgerdb.Store.
+func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
 	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
 	if err != nil {
 		return nil, nil, nil, err
@@ -173,8 +173,8 @@ func (s *Store) SourceRows(ctx context.Context, id int64) (*ledgerdb.SourceRecor
 	return &rec, evidence, rejected, err
 }
 
-// RejectedRows implements ledgerdb.Store.
-func (s *Store) RejectedRows(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
+// RejectedListBySource implements ledgerdb.Store.
+func (s *Store) RejectedListBySource(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
 	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ type Store struct {
 var _ ledgerdb.Store = (*Store)(nil)
 
 // Open opens (creating it and its directory if needed) the ledger file at
-// path. It checks nothing about the schema: call CheckSchema or Migrate.
+// path. It checks nothing about the schema: call SchemaCheck or Migrate.
 func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error) {
 	where := "sqlite:" + path
 	if dir := filepath.Dir(path); dir != "" {
@@ -107,8 +107,8 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 // Close closes the file.
 func (s *Store) Close() error { return errors.Join(s.db.Close(), s.renewals.Close()) }
 
-// CheckSchema implements ledgerdb.Store.
-func (s *Store) CheckSchema(ctx context.Context) error {
+// SchemaCheck implements ledgerdb.Store.
+func (s *Store) SchemaCheck(ctx context.Context) error {
 	applied, err := applied(ctx, s.db)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", s.where, err)
@@ -116,9 +116,9 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	return driver.Check(s.where, migrations(), applied)
 }
 
-// Migrate implements ledgerdb.Store. BEGIN IMMEDIATE makes two processes
+// SchemaMigrate implements ledgerdb.Store. BEGIN IMMEDIATE makes two processes
 // that migrate at once take turns.
-func (s *Store) Migrate(ctx context.Context) ([]ledgerdb.Migration, error) {
+func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 	known, err := driver.LoadMigrations(migrations())
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func TestLedger(t *testing.T) {
 	ledgerdbtest.Exercise(t, func(t *testing.T, now func() time.Time) (ledgerdb.Store, func() ledgerdb.Store) {
 		path := filepath.Join(t.TempDir(), "ledger.db")
 		s := open(t, path, now)
-		if _, err := s.Migrate(context.Background()); err != nil {
+		if _, err := s.SchemaMigrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return s, func() ledgerdb.Store { return open(t, path, now) }
@@ -45,7 +45,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	for range 4 {
 		s := open(t, path, time.Now)
 		wg.Go(func() {
-			ms, err := s.Migrate(context.Background())
+			ms, err := s.SchemaMigrate(context.Background())
 			if err != nil {
 				t.Errorf("Migrate: %v", err)
 			}
@@ -55,11 +55,11 @@ func TestConcurrentMigrate(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ms, err := open(t, path, time.Now).Migrate(context.Background())
+	ms, err := open(t, path, time.Now).SchemaMigrate(context.Background())
 	if err != nil || len(ms) != 0 {
 		t.Fatalf("Migrate after the concurrent ones = %d, %v; want nothing left to apply", len(ms), err)
 	}
-	all, err := open(t, filepath.Join(t.TempDir(), "fresh.db"), time.Now).Migrate(context.Background())
+	all, err := open(t, filepath.Join(t.TempDir(), "fresh.db"), time.Now).SchemaMigrate(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

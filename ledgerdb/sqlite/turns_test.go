@@ -38,10 +38,10 @@ func childIngest(ctx context.Context, s ledgerdb.Store, c *childSpec) error {
 	if err := touch(c.Started); err != nil {
 		return err
 	}
-	if _, err := s.Migrate(ctx); err != nil {
+	if _, err := s.SchemaMigrate(ctx); err != nil {
 		return err
 	}
-	res, err := s.IngestSource(ctx, &ledgerdb.IngestParams{URI: c.URI}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+	res, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: c.URI}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 		if err := writeRows(w, c.URI, c.Rows); err != nil {
 			return nil, err
 		}
@@ -100,13 +100,13 @@ func awaitFile(t *testing.T, path string) {
 func sourceCounts(t *testing.T, s ledgerdb.Store) map[string][2]int {
 	t.Helper()
 	ctx := context.Background()
-	srcs, err := s.Sources(ctx)
+	srcs, err := s.SourceList(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string][2]int{}
 	for _, src := range srcs {
-		_, evs, _, err := s.SourceRows(ctx, src.ID)
+		_, evs, _, err := s.SourceGetRows(ctx, src.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,16 +159,16 @@ func TestIngestWhileARunMatches(t *testing.T) {
 			Status: reconcile.StatusAttempted, CreatedAt: time.Now().Add(-time.Hour),
 			Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)})
 	}
-	if err := s.LoadEffects(ctx, load); err != nil {
+	if err := s.EffectLoad(ctx, load); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.IngestSource(ctx, &ledgerdb.IngestParams{URI: "run"}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+	res, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "run"}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 		return &ledgerdb.SourceRecord{Format: "test", Hash: "hash-run", Rows: effects, Evidence: effects}, writeRows(w, "run", effects)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartRun(ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
+	if _, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -176,7 +176,7 @@ func TestIngestWhileARunMatches(t *testing.T) {
 	holding, release := filepath.Join(dir, "holding"), filepath.Join(dir, "release")
 	var ingest interface{ Wait() error }
 	parts := 0
-	sum, err := s.MatchPartitions(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{res.SourceID},
+	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{res.SourceID},
 		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}, PartitionSize: 100},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			if parts++; parts == 1 { // the ingest starts while the run matches, and holds the ledger
@@ -197,7 +197,7 @@ func TestIngestWhileARunMatches(t *testing.T) {
 	} else if sum.Confirmed != effects || sum.Partitions < 3 {
 		t.Errorf("MatchPartitions confirmed %d effects in %d partitions, want %d in 3 or more", sum.Confirmed, sum.Partitions, effects)
 	}
-	if _, err := s.FinishRun(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded}); err != nil {
+	if _, err := s.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded}); err != nil {
 		t.Errorf("FinishRun: %v", err)
 	}
 	if ingest == nil {
@@ -211,7 +211,7 @@ func TestIngestWhileARunMatches(t *testing.T) {
 		t.Errorf("sources (manifest count, rows) = %v, want %v", got, want)
 	}
 	for _, key := range []string{"run:charge:0", "run:charge:299"} {
-		if e, err := s.Effect(ctx, key); err != nil || e.Status != reconcile.StatusConfirmed || e.ExternalID != "pi_"+key {
+		if e, err := s.EffectGet(ctx, key); err != nil || e.Status != reconcile.StatusConfirmed || e.ExternalID != "pi_"+key {
 			t.Errorf("Effect(%s) = %+v, %v; want confirmed by pi_%s", key, e, err, key)
 		}
 	}
@@ -231,7 +231,7 @@ func TestWriterWaitingPastTheBoundSaysWhoHoldsTheLedger(t *testing.T) {
 	s := open(t, path, time.Now)
 	ctx := context.Background()
 	t0 := time.Now()
-	_, err := s.StartRun(ctx, &ledgerdb.StartRunParams{ID: "run_1"})
+	_, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_1"})
 	waited := time.Since(t0)
 	want := "run run_1: start: the SQLite ledger " + path + " is busy: another reconcile (or the application) has held its write lock for more than 700ms"
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -246,7 +246,7 @@ func TestWriterWaitingPastTheBoundSaysWhoHoldsTheLedger(t *testing.T) {
 	if err := holder.Wait(); err != nil {
 		t.Errorf("the holder: %v", err)
 	}
-	if _, err := s.StartRun(ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
+	if _, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_1"}); err != nil {
 		t.Errorf("StartRun once the ledger is free: %v", err)
 	}
 }

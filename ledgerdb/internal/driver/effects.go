@@ -12,7 +12,7 @@ import (
 // effect write that changed nothing means: a repeat of what is already
 // recorded (fine, return the row) or a conflicting change (refused).
 
-// SameAttempt is RecordAttempt's answer when the key exists: the existing
+// SameAttempt is EffectRecord's answer when the key exists: the existing
 // row when it records the same attempt (canonical request req), else a
 // *reconcile.KeyReusedError.
 func SameAttempt(e *reconcile.Effect, p *ledgerdb.RecordParams, req []byte) (*ledgerdb.RecordResult, error) {

@@ -70,7 +70,7 @@ func Pending(known []ledgerdb.Migration, applied []Applied) ([]ledgerdb.Migratio
 	return known[len(applied):], nil
 }
 
-// Check is CheckSchema for a driver: it loads the known migrations from
+// Check is SchemaCheck for a driver: it loads the known migrations from
 // fsys and compares them with what the ledger at where has applied.
 func Check(where string, fsys fs.FS, applied []Applied) error {
 	known, err := LoadMigrations(fsys)
