@@ -10,9 +10,9 @@ type ClaimState string
 
 // The states of a claim.
 const (
-	ClaimHeld   ClaimState = "held"   // an owner holds it, under a lease or with no deadline
-	ClaimDone   ClaimState = "done"   // completed: it will never be claimed again
-	ClaimFailed ClaimState = "failed" // failed: the next claim takes it with a new fence
+	ClaimStateHeld   ClaimState = "held"   // an owner holds it, under a lease or with no deadline
+	ClaimStateDone   ClaimState = "done"   // completed: it will never be claimed again
+	ClaimStateFailed ClaimState = "failed" // failed: the next claim takes it with a new fence
 )
 
 // Claim is the ownership record of one action (or of a run): who holds it,
@@ -36,14 +36,14 @@ type ClaimOutcome string
 
 // The outcomes of a claim attempt.
 const (
-	// Claimed: the caller owns the action now and must settle it with the
+	// ClaimOutcomeClaimed: the caller owns the action now and must settle it with the
 	// returned fence token.
-	Claimed ClaimOutcome = "claimed"
-	// InFlight: someone else holds a live lease; come back later. The fence
+	ClaimOutcomeClaimed ClaimOutcome = "claimed"
+	// ClaimOutcomeInFlight: someone else holds a live lease; come back later. The fence
 	// token is not bumped.
-	InFlight ClaimOutcome = "in_flight"
-	// Done: the action was completed; there is nothing to do.
-	Done ClaimOutcome = "done"
+	ClaimOutcomeInFlight ClaimOutcome = "in_flight"
+	// ClaimOutcomeDone: the action was completed; there is nothing to do.
+	ClaimOutcomeDone ClaimOutcome = "done"
 )
 
 // ClaimResult is what a claim attempt returns: the outcome and the claim as
@@ -58,9 +58,9 @@ type WriteOutcome string
 
 // The outcomes of a fenced write (renew, complete, fail).
 const (
-	Written WriteOutcome = "written"
-	// Superseded: a newer claim holds the key; the write changed nothing.
-	Superseded WriteOutcome = "superseded"
+	WriteOutcomeWritten WriteOutcome = "written"
+	// WriteOutcomeSuperseded: a newer claim holds the key; the write changed nothing.
+	WriteOutcomeSuperseded WriteOutcome = "superseded"
 )
 
 // WriteResult is what a fenced write returns. When a completion is

@@ -6,35 +6,35 @@ import "time"
 // transaction that no effect links to.
 type Class string
 
-// The classes, as DESIGN section 6 defines them. Unexpected counts provider
+// The classes, as DESIGN section 6 defines them. ClassUnexpected counts provider
 // transactions; every other class counts effects.
 const (
-	Confirmed  Class = "confirmed"  // seen exactly once, as requested
-	Duplicated Class = "duplicated" // seen two or more times: compensate the extras
-	Missing    Class = "missing"    // seen nowhere, and old enough that it should have been
-	Pending    Class = "pending"    // seen nowhere yet, created after the cutoff
-	Mismatched Class = "mismatched" // seen once, with another amount or currency
-	Unexpected Class = "unexpected" // a provider transaction no effect of ours links to
-	Deferred   Class = "deferred"   // could not be decided now (a lookup was down); retried next run
-	Escalated  Class = "escalated"  // a compensation in doubt: a person decides
+	ClassConfirmed  Class = "confirmed"  // seen exactly once, as requested
+	ClassDuplicated Class = "duplicated" // seen two or more times: compensate the extras
+	ClassMissing    Class = "missing"    // seen nowhere, and old enough that it should have been
+	ClassPending    Class = "pending"    // seen nowhere yet, created after the cutoff
+	ClassMismatched Class = "mismatched" // seen once, with another amount or currency
+	ClassUnexpected Class = "unexpected" // a provider transaction no effect of ours links to
+	ClassDeferred   Class = "deferred"   // could not be decided now (a lookup was down); retried next run
+	ClassEscalated  Class = "escalated"  // a compensation in doubt: a person decides
 )
 
 // Classes lists every class in the order reports show them.
-var Classes = []Class{Confirmed, Duplicated, Missing, Pending, Mismatched, Unexpected, Deferred, Escalated}
+var Classes = []Class{ClassConfirmed, ClassDuplicated, ClassMissing, ClassPending, ClassMismatched, ClassUnexpected, ClassDeferred, ClassEscalated}
 
 // ActionKind is what an action does.
 type ActionKind string
 
 // The kinds of action.
 const (
-	// Compensate undoes an extra provider transaction of a duplicated effect
+	// ActionCompensate undoes an extra provider transaction of a duplicated effect
 	// (a refund), under the key <effect key>:compensate:<transaction id>.
-	Compensate ActionKind = "compensate"
-	// Redeliver does a missing effect's work again under its original key,
+	ActionCompensate ActionKind = "compensate"
+	// ActionRedeliver does a missing effect's work again under its original key,
 	// with exactly the recorded request.
-	Redeliver ActionKind = "redeliver"
-	// Escalate pages a person; its key is the pager's dedup key.
-	Escalate ActionKind = "escalate"
+	ActionRedeliver ActionKind = "redeliver"
+	// ActionEscalate pages a person; its key is the pager's dedup key.
+	ActionEscalate ActionKind = "escalate"
 )
 
 // Outcome is what became of an action in a run.

@@ -7,9 +7,9 @@ type EscalationStatus string
 
 // The statuses of an escalation.
 const (
-	EscalationOpen         EscalationStatus = "open"
-	EscalationAcknowledged EscalationStatus = "acknowledged" // someone is on it
-	EscalationResolved     EscalationStatus = "resolved"
+	EscalationStatusOpen         EscalationStatus = "open"
+	EscalationStatusAcknowledged EscalationStatus = "acknowledged" // someone is on it
+	EscalationStatusResolved     EscalationStatus = "resolved"
 )
 
 // Escalation is something handed to a person: a compensation in doubt, a
@@ -41,9 +41,9 @@ type Resolution string
 
 // The resolutions `reconcile resolve --as` takes.
 const (
-	ResolvedConfirmed   Resolution = "confirmed"   // it happened once, as it should: nothing to do
-	ResolvedAbandoned   Resolution = "abandoned"   // it will not happen, and that is right
-	ResolvedCompensated Resolution = "compensated" // a person made it right by hand
+	ResolutionConfirmed   Resolution = "confirmed"   // it happened once, as it should: nothing to do
+	ResolutionAbandoned   Resolution = "abandoned"   // it will not happen, and that is right
+	ResolutionCompensated Resolution = "compensated" // a person made it right by hand
 )
 
 // EffectState is where an effect stands after the latest run that

@@ -10,9 +10,9 @@ type RunStatus string
 
 // The statuses of a run.
 const (
-	RunRunning   RunStatus = "running"
-	RunSucceeded RunStatus = "succeeded"
-	RunFailed    RunStatus = "failed"
+	RunStatusRunning   RunStatus = "running"
+	RunStatusSucceeded RunStatus = "succeeded"
+	RunStatusFailed    RunStatus = "failed"
 )
 
 // Run is one execution of the job, as recorded in the ledger database.

@@ -22,7 +22,7 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 	tx := target(d, x.Target)
 	if d.Provider != "stripe" || tx == nil {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person refunds it"
-		return r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.Escalated), x.Key, d.Class, x.Note)
+		return r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.ClassEscalated), x.Key, d.Class, x.Note)
 	}
 	parent, err := r.Store.EffectGet(ctx, d.EffectKey)
 	if err != nil {
@@ -104,13 +104,13 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 // action's outcome is settled.
 func (r *run) existingCompensation(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, row *reconcile.Effect) (stop bool, err error) {
 	switch class, ok := r.found[x.Key]; {
-	case ok && class == reconcile.Confirmed:
+	case ok && class == reconcile.ClassConfirmed:
 		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, row.ExternalID, "made earlier: the evidence shows the compensation's refund"
 		return true, nil
-	case ok && class == reconcile.Escalated:
+	case ok && class == reconcile.ClassEscalated:
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "the compensation "+x.Key+" is in doubt: a person decides; nothing is sent"
 		return true, nil
-	case ok && class == reconcile.Deferred:
+	case ok && class == reconcile.ClassDeferred:
 		x.Outcome, x.Note = reconcile.OutcomeDeferred, "the compensation "+x.Key+" is deferred this run: nothing is sent"
 		return true, nil
 	}
@@ -150,7 +150,7 @@ func (r *run) verified(ctx context.Context, d *reconcile.Discrepancy, x *reconci
 		if claimed {
 			return true, r.doubt(ctx, d, x, x.Note)
 		}
-		return true, r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.Escalated), d.EffectKey, d.Class, x.Note)
+		return true, r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.ClassEscalated), d.EffectKey, d.Class, x.Note)
 	}
 	return false, nil
 }
@@ -168,7 +168,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 	}
 	if d.Provider != "stripe" || (e.Step != "charge" && e.Step != "refund") {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no redelivery for a "+e.Step+" at "+d.Provider+": a person redelivers it"
-		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
+		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassMissing), d.EffectKey, d.Class, x.Note)
 	}
 	want, err := readRequest(e.Request)
 	if err == nil && e.Step == "refund" && want.target() == "" {
@@ -176,7 +176,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 	}
 	if err != nil {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "the recorded request cannot be sent again ("+err.Error()+"): a person redelivers it"
-		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, x.Note)
+		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassMissing), d.EffectKey, d.Class, x.Note)
 	}
 	c, err := r.claim(ctx, x.Key, nil)
 	if err != nil {
@@ -195,7 +195,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 			found, err = r.Provider.FindPayment(ctx, e.Key)
 		}
 		if err != nil {
-			d.Class = reconcile.Deferred
+			d.Class = reconcile.ClassDeferred
 			if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "lookup unavailable: "+err.Error()+"; retried next run"); err != nil {
 				return err
 			}
@@ -205,7 +205,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 			if diff := want.differs(e.Key, found); diff != "" {
 				return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
 			}
-			d.Class, d.Reason = reconcile.Confirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
+			d.Class, d.Reason = reconcile.ClassConfirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
 			x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, found.ID, d.Reason
 			return r.settle(ctx, &c.Claim, x, found, e.Key, "")
 		}
@@ -247,7 +247,7 @@ func (r *run) checked(ctx context.Context, d *reconcile.Discrepancy, x *reconcil
 	if comp {
 		return r.doubt(ctx, d, x, x.Note)
 	}
-	return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Escalated), d.EffectKey, d.Class, "redelivery: "+x.Note)
+	return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassEscalated), d.EffectKey, d.Class, "redelivery: "+x.Note)
 }
 
 // answered settles an action after the provider's answer.
@@ -309,10 +309,10 @@ func (r *run) release(ctx context.Context, c *reconcile.Claim, x *reconcile.Acti
 // done says whether a claim attempt leaves nothing to do, and why.
 func done(c *reconcile.ClaimResult, x *reconcile.Action) bool {
 	switch c.Outcome {
-	case reconcile.Done:
+	case reconcile.ClaimOutcomeDone:
 		fromEarlierRun(x, c.Claim.Result)
 		return true
-	case reconcile.InFlight:
+	case reconcile.ClaimOutcomeInFlight:
 		x.Outcome, x.Note = reconcile.OutcomeDeferred, "another run is making it now ("+c.Claim.Owner+")"
 		return true
 	}
@@ -332,13 +332,13 @@ func (r *run) pastGrace(ctx context.Context, key string) (bool, error) {
 // doubt escalates a compensation that a person must decide on: its own
 // finding becomes escalated, and it is paged once.
 func (r *run) doubt(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, reason string) error {
-	key := reconcile.EscalationKey(x.Key, reconcile.Escalated)
-	if err := r.raise(ctx, key, x.Key, reconcile.Escalated, reason); err != nil {
+	key := reconcile.EscalationKey(x.Key, reconcile.ClassEscalated)
+	if err := r.raise(ctx, key, x.Key, reconcile.ClassEscalated, reason); err != nil {
 		return err
 	}
-	r.escalated[x.Key] = &reconcile.Discrepancy{Class: reconcile.Escalated, EffectKey: x.Key, Provider: d.Provider, Currency: x.Amount.Currency,
+	r.escalated[x.Key] = &reconcile.Discrepancy{Class: reconcile.ClassEscalated, EffectKey: x.Key, Provider: d.Provider, Currency: x.Amount.Currency,
 		ExpectedMinor: x.Amount.Minor, Reason: "compensation escalated: " + reason,
-		Actions: []reconcile.Action{{Kind: reconcile.Escalate, Key: key, Target: x.Key, Outcome: reconcile.OutcomeEscalated}}}
+		Actions: []reconcile.Action{{Kind: reconcile.ActionEscalate, Key: key, Target: x.Key, Outcome: reconcile.OutcomeEscalated}}}
 	return nil
 }
 
@@ -349,13 +349,13 @@ func (r *run) deferredTooLong(ctx context.Context, d *reconcile.Discrepancy) err
 		return err
 	}
 	s, ok := st[d.EffectKey]
-	if !ok || s.Class != reconcile.Deferred || r.Now().Sub(s.Since) < r.DeferredPageAfter {
+	if !ok || s.Class != reconcile.ClassDeferred || r.Now().Sub(s.Since) < r.DeferredPageAfter {
 		return nil
 	}
-	key := reconcile.EscalationKey(d.EffectKey, reconcile.Deferred)
+	key := reconcile.EscalationKey(d.EffectKey, reconcile.ClassDeferred)
 	reason := fmt.Sprintf("deferred since %s: the provider's lookup keeps failing", s.Since.Format("2006-01-02 15:04 MST"))
-	d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Escalate, Key: key, Target: d.EffectKey, Outcome: reconcile.OutcomeEscalated, Note: reason})
-	return r.raise(ctx, key, d.EffectKey, reconcile.Deferred, reason)
+	d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.ActionEscalate, Key: key, Target: d.EffectKey, Outcome: reconcile.OutcomeEscalated, Note: reason})
+	return r.raise(ctx, key, d.EffectKey, reconcile.ClassDeferred, reason)
 }
 
 // markEscalatedCompensations gives each compensation escalated by this run
@@ -368,7 +368,7 @@ func (r *run) markEscalatedCompensations() {
 		if !ok {
 			continue
 		}
-		d.Class, d.Reason = reconcile.Escalated, esc.Reason
+		d.Class, d.Reason = reconcile.ClassEscalated, esc.Reason
 		if !hasAction(d, esc.Actions[0].Key) {
 			d.Actions = append(d.Actions, esc.Actions[0])
 		}

@@ -66,7 +66,7 @@ func TestAnEffectDeferredTooLongIsPagedOnce(t *testing.T) {
 			fake.Advance(step.after - fake.Now().Sub(first))
 			run := "rec_" + string(rune('1'+i))
 			res := w.act(w.applier(run, compensate.Options{DeferredPageAfter: 72 * time.Hour}), []reconcile.Discrepancy{missing("app:charge:0", 800)})
-			if res.Discrepancies[0].Class != reconcile.Deferred {
+			if res.Discrepancies[0].Class != reconcile.ClassDeferred {
 				t.Fatalf("%s after the first run: %s, want deferred", step.after, res.Discrepancies[0].Class)
 			}
 			if _, err := record.RunStart(w.ctx, &ledgerdb.StartRunParams{ID: run, Args: []byte(`{}`)}); err != nil {

@@ -179,11 +179,11 @@ func (a *Applier) Act(ctx context.Context, ds []reconcile.Discrepancy) (*Result,
 			done++
 			var err error
 			switch d.Actions[j].Kind {
-			case reconcile.Compensate:
+			case reconcile.ActionCompensate:
 				err = r.compensate(ctx, d, &d.Actions[j])
-			case reconcile.Redeliver:
+			case reconcile.ActionRedeliver:
 				err = r.redeliver(ctx, d, &d.Actions[j])
-			case reconcile.Escalate:
+			case reconcile.ActionEscalate:
 				err = r.raise(ctx, d.Actions[j].Key, d.Actions[j].Target, d.Class, d.Reason)
 				d.Actions[j].Outcome = reconcile.OutcomeEscalated
 			}
@@ -216,10 +216,10 @@ func (r *run) skipDone(ctx context.Context) error {
 	var comps, keys []string
 	for _, d := range r.ds {
 		for _, x := range d.Actions {
-			if x.Kind == reconcile.Compensate {
+			if x.Kind == reconcile.ActionCompensate {
 				comps = append(comps, x.Key)
 			}
-			if x.Kind != reconcile.Escalate {
+			if x.Kind != reconcile.ActionEscalate {
 				keys = append(keys, x.Key)
 			}
 		}
@@ -242,14 +242,14 @@ func (r *run) skipDone(ctx context.Context) error {
 	for i := range r.ds {
 		for j := range r.ds[i].Actions {
 			x := &r.ds[i].Actions[j]
-			if x.Kind == reconcile.Escalate {
+			if x.Kind == reconcile.ActionEscalate {
 				continue
 			}
 			if st, ok := states[x.Key]; ok && st.Class == reconcile.ClassResolved {
 				x.Outcome, x.Note = reconcile.OutcomeSkipped, "resolved by a person"
 				continue
 			}
-			if c, ok := claims[x.Key]; ok && c.State == reconcile.ClaimDone {
+			if c, ok := claims[x.Key]; ok && c.State == reconcile.ClaimStateDone {
 				fromEarlierRun(x, c.Result)
 			}
 		}
@@ -265,11 +265,11 @@ func (r *run) blastRadius(ctx context.Context) (bool, error) {
 	refunds := map[string]int64{}
 	for i := range r.ds {
 		for _, x := range r.ds[i].Actions {
-			if x.Outcome != reconcile.OutcomePlanned || x.Kind == reconcile.Escalate {
+			if x.Outcome != reconcile.OutcomePlanned || x.Kind == reconcile.ActionEscalate {
 				continue
 			}
 			keys = append(keys, x.Key)
-			if x.Kind == reconcile.Compensate {
+			if x.Kind == reconcile.ActionCompensate {
 				// Saturated, not wrapped: a wrapped sum would pass any limit.
 				refunds[x.Amount.Currency], _ = reconcile.AddMinor(refunds[x.Amount.Currency], x.Amount.Minor)
 			}
@@ -297,13 +297,13 @@ func (r *run) blastRadius(ctx context.Context) (bool, error) {
 	sort.Strings(keys)
 	sum := sha256.Sum256([]byte(strings.Join(keys, "\n")))
 	key := "blast-radius:" + hex.EncodeToString(sum[:8]) // the same plan pages once
-	if err := r.raise(ctx, key, "run "+r.RunID, reconcile.Escalated, reason); err != nil {
+	if err := r.raise(ctx, key, "run "+r.RunID, reconcile.ClassEscalated, reason); err != nil {
 		return true, err
 	}
 	for i := range r.ds {
 		for j := range r.ds[i].Actions {
 			x := &r.ds[i].Actions[j]
-			if x.Outcome == reconcile.OutcomePlanned && x.Kind != reconcile.Escalate {
+			if x.Outcome == reconcile.OutcomePlanned && x.Kind != reconcile.ActionEscalate {
 				x.Outcome, x.Note = reconcile.OutcomeEscalated, "held back: "+reason
 			}
 		}
@@ -346,7 +346,7 @@ func (r *run) settle(ctx context.Context, c *reconcile.Claim, x *reconcile.Actio
 		return err
 	}
 	r.Crash(string(x.Kind) + ":settled")
-	if w.Outcome == reconcile.Superseded {
+	if w.Outcome == reconcile.WriteOutcomeSuperseded {
 		x.Outcome = reconcile.OutcomeSuperseded
 		x.Note = fmt.Sprintf("another run took the action over (fence %d, %s); this attempt changed nothing", w.Claim.Fence, w.Claim.Owner)
 		if w.Orphan != nil {

@@ -126,8 +126,8 @@ func (w *world) duplicate(key string, amount int64) reconcile.Discrepancy {
 	}
 	w.effect(key, amount, time.Now().Add(-time.Hour), reconcile.StatusConfirmed, txs[0].PaymentIntent)
 	comp := reconcile.CompensationKey(key, txs[1].ID)
-	return reconcile.Discrepancy{Class: reconcile.Duplicated, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
-		ObservedMinor: 2 * amount, Transactions: txs, Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: comp, Target: txs[1].ID,
+	return reconcile.Discrepancy{Class: reconcile.ClassDuplicated, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
+		ObservedMinor: 2 * amount, Transactions: txs, Actions: []reconcile.Action{{Kind: reconcile.ActionCompensate, Key: comp, Target: txs[1].ID,
 			Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: amount, Currency: "EUR"}}}}
 }
 
@@ -158,8 +158,8 @@ func (w *world) charge(idem, effectKey string, amount int64) *reconcile.Made {
 }
 
 func missing(key string, amount int64) reconcile.Discrepancy {
-	return reconcile.Discrepancy{Class: reconcile.Missing, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
-		Actions: []reconcile.Action{{Kind: reconcile.Redeliver, Key: key, Target: key, Outcome: reconcile.OutcomePlanned,
+	return reconcile.Discrepancy{Class: reconcile.ClassMissing, EffectKey: key, Provider: "stripe", Currency: "EUR", ExpectedMinor: amount,
+		Actions: []reconcile.Action{{Kind: reconcile.ActionRedeliver, Key: key, Target: key, Outcome: reconcile.OutcomePlanned,
 			Amount: reconcile.Money{Minor: amount, Currency: "EUR"}}}}
 }
 
@@ -266,7 +266,7 @@ func TestConcurrentRunsMakeEachActionOnce(t *testing.T) {
 		}
 		wg.Wait()
 		for _, d := range ds {
-			if d.Class == reconcile.Duplicated {
+			if d.Class == reconcile.ClassDuplicated {
 				if n := refundsOf(w.sb, d.Actions[0].Key); n != 1 {
 					t.Errorf("%s refunded %d times by 4 concurrent runs, want once", d.EffectKey, n)
 				}
@@ -350,7 +350,7 @@ func TestLookupDownDefersWithoutCallOrPage(t *testing.T) {
 		w.sb.Inject(sandbox.Fault{Op: sandbox.OpSearch, Kind: sandbox.FaultUnavailable})
 		before := w.sb.Requests()
 		res := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 800)})
-		if res.Discrepancies[0].Class != reconcile.Deferred {
+		if res.Discrepancies[0].Class != reconcile.ClassDeferred {
 			t.Errorf("class = %s, want deferred", res.Discrepancies[0].Class)
 		}
 		if x := outcome(t, res, "app:charge:0"); x.Outcome != reconcile.OutcomeDeferred {
@@ -380,7 +380,7 @@ func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
 		if len(w.sb.Payments()) != 1 {
 			t.Fatalf("the sandbox holds %d payments, want the first one only", len(w.sb.Payments()))
 		}
-		if d := res.Discrepancies[0]; d.Class != reconcile.Confirmed || d.Actions[0].Outcome != reconcile.OutcomeSkipped || d.Actions[0].Made != made.ID {
+		if d := res.Discrepancies[0]; d.Class != reconcile.ClassConfirmed || d.Actions[0].Outcome != reconcile.OutcomeSkipped || d.Actions[0].Made != made.ID {
 			t.Errorf("finding = %+v, want confirmed by lookup (%s), no call", d, made.ID)
 		}
 		if e, _ := w.store.EffectGet(w.ctx, "app:charge:0"); e.Status != reconcile.StatusConfirmed || e.ExternalID != made.ID {
@@ -425,7 +425,7 @@ func TestRefundInDoubtPagesOnceAcrossRuns(t *testing.T) {
 			if x := outcome(t, res, key); x.Outcome != reconcile.OutcomeEscalated {
 				t.Errorf("run %d: %+v, want escalated (grace 0)", i+1, x)
 			}
-			if last := res.Discrepancies[len(res.Discrepancies)-1]; last.EffectKey != key || last.Class != reconcile.Escalated {
+			if last := res.Discrepancies[len(res.Discrepancies)-1]; last.EffectKey != key || last.Class != reconcile.ClassEscalated {
 				t.Errorf("run %d: the compensation's own finding is %+v, want escalated", i+1, last)
 			}
 		}

@@ -87,7 +87,7 @@ func (r *run) refundedByHand(ctx context.Context, d *reconcile.Discrepancy, x *r
 	case errors.Is(err, reconcile.ErrNotFound):
 		note = target + ", which the refund returns, does not exist at the provider: a person decides"
 	case err != nil:
-		d.Class = reconcile.Deferred
+		d.Class = reconcile.ClassDeferred
 		if err := r.release(ctx, c, x, reconcile.OutcomeDeferred, "retrieval of "+target+" unavailable: "+err.Error()+"; retried next run"); err != nil {
 			return true, err
 		}
@@ -107,7 +107,7 @@ func (r *run) refundedByHand(ctx context.Context, d *reconcile.Discrepancy, x *r
 	if err := r.release(ctx, c, x, reconcile.OutcomeEscalated, note); err != nil {
 		return true, err
 	}
-	return true, r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.Missing), d.EffectKey, d.Class, note)
+	return true, r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassMissing), d.EffectKey, d.Class, note)
 }
 
 // keptOf is the transaction a duplicated effect keeps: the one no
@@ -115,7 +115,7 @@ func (r *run) refundedByHand(ctx context.Context, d *reconcile.Discrepancy, x *r
 func keptOf(d *reconcile.Discrepancy) *reconcile.Transaction {
 	for i := range d.Transactions {
 		if !slices.ContainsFunc(d.Actions, func(x reconcile.Action) bool {
-			return x.Kind == reconcile.Compensate && x.Target == d.Transactions[i].ID
+			return x.Kind == reconcile.ActionCompensate && x.Target == d.Transactions[i].ID
 		}) {
 			return &d.Transactions[i]
 		}

@@ -67,7 +67,7 @@ func raiser(t *testing.T, store ledgerdb.Store, r *receiver) *escalate.Raiser {
 
 func params(run string) *ledgerdb.EscalateParams {
 	return &ledgerdb.EscalateParams{Key: "r:charge:0:compensate:ch_b:escalate:escalated", Subject: "r:charge:0:compensate:ch_b",
-		Class: reconcile.Escalated, Reason: "refund in doubt past its grace period", RunID: run}
+		Class: reconcile.ClassEscalated, Reason: "refund in doubt past its grace period", RunID: run}
 }
 
 func TestRaisePagesOnceAcrossRuns(t *testing.T) {
@@ -163,7 +163,7 @@ func TestAcknowledgeAndResolveReachThePage(t *testing.T) {
 		if err := rs.Acknowledged(ctx, acked); err != nil {
 			t.Fatal(err)
 		}
-		res, err := store.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
+		res, err := store.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolutionCompensated, Note: "refunded by hand", By: "ana"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +184,7 @@ func TestWebhookAndLogPagers(t *testing.T) {
 		got, _ = io.ReadAll(req.Body)
 	}))
 	defer srv.Close()
-	esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.Mismatched, Reason: "moved price", Status: reconcile.EscalationOpen}
+	esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.ClassMismatched, Reason: "moved price", Status: reconcile.EscalationStatusOpen}
 	if err := (&escalate.Webhook{URL: srv.URL}).Trigger(context.Background(), &escalate.Page{Escalation: esc}); err != nil {
 		t.Fatal(err)
 	}

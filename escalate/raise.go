@@ -105,7 +105,7 @@ func (r *Raiser) Raise(ctx context.Context, p *ledgerdb.EscalateParams) (*reconc
 		return nil, err
 	}
 	esc := &res.Escalation
-	if r.Hold || !esc.PagedAt.IsZero() || esc.Status == reconcile.EscalationResolved {
+	if r.Hold || !esc.PagedAt.IsZero() || esc.Status == reconcile.EscalationStatusResolved {
 		return esc, nil
 	}
 	if _, _, err := r.page(ctx, r.NewPage(esc, reconcile.Money{}), r.Retry.withDefaults()); err != nil {
@@ -142,7 +142,7 @@ func (r *Raiser) PageOpen(ctx context.Context, money func(*reconcile.Escalation)
 	out := &Paged{}
 	for i := range es {
 		e := &es[i]
-		if e.Status != reconcile.EscalationOpen || !e.PagedAt.IsZero() {
+		if e.Status != reconcile.EscalationStatusOpen || !e.PagedAt.IsZero() {
 			continue
 		}
 		var m reconcile.Money
@@ -182,9 +182,9 @@ func (r *Raiser) page(ctx context.Context, pg *Page, retry Retry) (sent bool, pe
 		return false, nil, err
 	}
 	switch c.Outcome {
-	case reconcile.InFlight: // another run is paging it right now
+	case reconcile.ClaimOutcomeInFlight: // another run is paging it right now
 		return false, nil, nil
-	case reconcile.Done: // paged, but the mark was lost in a crash
+	case reconcile.ClaimOutcomeDone: // paged, but the mark was lost in a crash
 		return true, nil, r.markPaged(ctx, esc)
 	}
 	perr = r.trigger(ctx, pg, retry)
@@ -248,7 +248,7 @@ func (r *Raiser) trigger(ctx context.Context, pg *Page, retry Retry) error {
 func PageErrors(ctx context.Context, store Ledger, es []reconcile.Escalation) (map[string]string, error) {
 	keys := make([]string, 0, len(es))
 	for i := range es {
-		if es[i].PagedAt.IsZero() && es[i].Status != reconcile.EscalationResolved {
+		if es[i].PagedAt.IsZero() && es[i].Status != reconcile.EscalationStatusResolved {
 			keys = append(keys, PageKey(&es[i]))
 		}
 	}
@@ -261,7 +261,7 @@ func PageErrors(ctx context.Context, store Ledger, es []reconcile.Escalation) (m
 		return nil, err
 	}
 	for i := range es {
-		if c, ok := claims[PageKey(&es[i])]; ok && c.State == reconcile.ClaimFailed {
+		if c, ok := claims[PageKey(&es[i])]; ok && c.State == reconcile.ClaimStateFailed {
 			out[es[i].Key] = c.Error
 		}
 	}

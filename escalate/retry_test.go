@@ -122,7 +122,7 @@ func TestPagerDownIsRetriedForTheFirstPageOnly(t *testing.T) {
 		url, requests, _ := statusReceiver(t, 503)
 		r := &escalate.Raiser{Store: l.Open(t, nil), Pager: pagerDuty(url), Owner: "test", Retry: quick, Hold: true}
 		for _, key := range []string{"a", "b", "c"} {
-			if _, err := r.Raise(ctx, &ledgerdb.EscalateParams{Key: key + ":escalate:mismatched", Subject: key, Class: reconcile.Mismatched, Reason: "x", RunID: "rec_1"}); err != nil {
+			if _, err := r.Raise(ctx, &ledgerdb.EscalateParams{Key: key + ":escalate:mismatched", Subject: key, Class: reconcile.ClassMismatched, Reason: "x", RunID: "rec_1"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -181,7 +181,7 @@ func TestTriggerFollowsTheEventsV2Schema(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url, _, bodies := statusReceiver(t, 202)
 			r := &escalate.Raiser{Pager: pagerDuty(url), Critical: map[string]int64{"EUR": 100000}}
-			esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.Mismatched, Reason: "moved price",
+			esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.ClassMismatched, Reason: "moved price",
 				RunID: "rec_1", OpenedAt: opened}
 			if err := r.Pager.Trigger(context.Background(), r.NewPage(esc, tc.money)); err != nil {
 				t.Fatal(err)

@@ -52,7 +52,7 @@ func TestPagerErrorsHideTheRequestsSecrets(t *testing.T) {
 	srv := echoServer(t)
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close() // nothing listens there: the request itself fails
-	esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.Mismatched, Reason: "moved price"}
+	esc := &reconcile.Escalation{Key: "k:escalate:mismatched", Subject: "k", Class: reconcile.ClassMismatched, Reason: "moved price"}
 	tests := []struct {
 		name  string
 		pager escalate.Pager

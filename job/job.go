@@ -187,10 +187,10 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 			res.FinishedAt = j.now()
 		}
 	}
-	status := reconcile.RunSucceeded
+	status := reconcile.RunStatusSucceeded
 	var resJSON []byte
 	if err != nil {
-		status = reconcile.RunFailed
+		status = reconcile.RunStatusFailed
 	} else {
 		// What the matching and the actions left is given back before the
 		// result, which for a large run is the largest thing it holds.
@@ -198,7 +198,7 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 		var buf bytes.Buffer
 		buf.Grow(512 * len(res.Discrepancies)) // about what each takes: grown once, not doubled
 		if err = report.WriteJSON(&buf, res, false); err != nil {
-			status = reconcile.RunFailed
+			status = reconcile.RunStatusFailed
 		}
 		resJSON = buf.Bytes()
 	}

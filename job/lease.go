@@ -41,7 +41,7 @@ func (j *Job) takeRunLease(ctx context.Context, owner string, ttl time.Duration)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.Outcome != reconcile.Claimed {
+	if c.Outcome != reconcile.ClaimOutcomeClaimed {
 		j.log().Warn("another run holds the ledger's run lease: this run is skipped", "holder", c.Claim.Owner,
 			"until", c.Claim.LeaseUntil.Format(time.RFC3339))
 		return nil, &c.Claim, nil
@@ -65,7 +65,7 @@ func (l *runLease) renew() {
 			l.log.Warn("run lease not renewed; trying again", "err", err)
 			continue
 		}
-		if w != nil && w.Outcome == reconcile.Superseded {
+		if w != nil && w.Outcome == reconcile.WriteOutcomeSuperseded {
 			l.log.Error("the run lease was taken over by another run: stopping", "holder", w.Claim.Owner)
 			l.cancel()
 			return

@@ -103,7 +103,7 @@ func TestAReleasedLeaseIsTakenAtOnce(t *testing.T) {
 		}
 		lease.release()
 		c, err := j.Store.ClaimGet(ctx, RunLeaseKey)
-		if err != nil || c.State == reconcile.ClaimHeld {
+		if err != nil || c.State == reconcile.ClaimStateHeld {
 			t.Fatalf("after release: %+v, %v", c, err)
 		}
 		next, _, err := j.takeRunLease(ctx, "next:2", time.Hour)
@@ -138,7 +138,7 @@ func TestARunIsSkippedWhileAnotherHoldsTheLease(t *testing.T) {
 		if err != nil || out.Skipped {
 			t.Fatalf("after the lease ran out: %+v, %v; want a run", out, err)
 		}
-		if c, _ := store.ClaimGet(ctx, RunLeaseKey); c == nil || c.State == reconcile.ClaimHeld {
+		if c, _ := store.ClaimGet(ctx, RunLeaseKey); c == nil || c.State == reconcile.ClaimStateHeld {
 			t.Errorf("the lease after the run: %+v, want given back", c)
 		}
 	})

@@ -40,7 +40,7 @@ func (j *Job) pageOpen(ctx context.Context, raiser *escalate.Raiser, res *report
 	for i := range res.Discrepancies {
 		for j := range res.Discrepancies[i].Actions {
 			x := &res.Discrepancies[i].Actions[j]
-			if msg, ok := failed[x.Key]; ok && x.Kind == reconcile.Escalate {
+			if msg, ok := failed[x.Key]; ok && x.Kind == reconcile.ActionEscalate {
 				x.Note = strings.TrimPrefix(x.Note+"; page failed: "+msg+"; the next run sends it again", "; ")
 			}
 		}
@@ -66,7 +66,7 @@ func pageMoney(res *report.Result) func(*reconcile.Escalation) reconcile.Money {
 		}
 		for _, x := range d.Actions {
 			switch {
-			case x.Kind == reconcile.Escalate:
+			case x.Kind == reconcile.ActionEscalate:
 				byKey[x.Key] = m
 				if _, ok := bySubject[x.Target]; !ok && x.Target != "" {
 					bySubject[x.Target] = m

@@ -74,17 +74,17 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	for i := range ds {
 		d := &ds[i]
 		j, isEffect := byKey[d.EffectKey]
-		if d.Class == reconcile.Confirmed && isEffect {
+		if d.Class == reconcile.ClassConfirmed && isEffect {
 			kind, _ := matcher.ExpectedKind(in.Effects[j].Step)
 			m.addVolume(d, kind)
 		}
-		if d.Class == reconcile.Confirmed && isEffect && !matcher.IsCompensation(&in.Effects[j]) {
+		if d.Class == reconcile.ClassConfirmed && isEffect && !matcher.IsCompensation(&in.Effects[j]) {
 			m.confirmed++
 			e := &part.Effects[j]
 			c := ledgerdb.Confirmation{Key: e.Key}
 			if e.Status == reconcile.StatusAttempted {
 				c.ExternalID = matcher.ConfirmingID(&d.Transactions[0])
-			} else if e.State == reconcile.Confirmed && e.Final {
+			} else if e.State == reconcile.ClassConfirmed && e.Final {
 				continue // nothing to write: it stays as the previous run left it
 			}
 			confs = append(confs, c)
@@ -153,7 +153,7 @@ func (m *partitionMatch) dropReported(ctx context.Context, store ledgerdb.Store,
 		reported[txName{earlier[i].Provider, earlier[i].TxID}] = true
 	}
 	m.kept = slices.DeleteFunc(m.kept, func(d reconcile.Discrepancy) bool {
-		if d.Class != reconcile.Unexpected {
+		if d.Class != reconcile.ClassUnexpected {
 			return false
 		}
 		n := nameOf(&d.Transactions[0])
@@ -179,7 +179,7 @@ func onlyThisRunsUnexpected(ds []reconcile.Discrepancy, evidence []reconcile.Evi
 	}
 	out := ds[:0]
 	for _, d := range ds {
-		if d.Class != reconcile.Unexpected {
+		if d.Class != reconcile.ClassUnexpected {
 			out = append(out, d)
 		} else if t := &d.Transactions[0]; mine[name{t.Provider, t.Kind, t.ID}] {
 			out = append(out, d)

@@ -164,10 +164,10 @@ func (w *ledgerWorld) load(t *testing.T, store ledgerdb.Store) int64 {
 	}
 	var ds []reconcile.Discrepancy
 	for _, k := range w.final {
-		ds = append(ds, reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: k, Transactions: []reconcile.Transaction{{ID: "x"}}})
+		ds = append(ds, reconcile.Discrepancy{Class: reconcile.ClassConfirmed, EffectKey: k, Transactions: []reconcile.Transaction{{ID: "x"}}})
 	}
 	for _, k := range w.missing {
-		ds = append(ds, reconcile.Discrepancy{Class: reconcile.Missing, EffectKey: k})
+		ds = append(ds, reconcile.Discrepancy{Class: reconcile.ClassMissing, EffectKey: k})
 	}
 	if _, err := store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: ds}); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func (w *ledgerWorld) oneMatch(t *testing.T, store ledgerdb.Store, run int64, in
 		d := &res.Discrepancies[i]
 		// A transaction that earlier evidence holds and that links to
 		// nothing in scope was reported when it was first seen.
-		if d.Class == reconcile.Unexpected && unlinked[d] {
+		if d.Class == reconcile.ClassUnexpected && unlinked[d] {
 			if tx := &d.Transactions[0]; seen[[2]string{tx.Provider, tx.ID}] {
 				continue
 			}

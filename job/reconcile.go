@@ -106,12 +106,12 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	for _, c := range reconcile.Classes {
 		res.Counts[string(c)] = 0
 	}
-	res.Counts[string(reconcile.Confirmed)] = m.confirmed
+	res.Counts[string(reconcile.ClassConfirmed)] = m.confirmed
 	res.Discrepancies = make([]report.Discrepancy, 0, len(acted.Discrepancies))
 	for i := range acted.Discrepancies {
 		d := &acted.Discrepancies[i]
 		res.Counts[string(d.Class)]++
-		if d.Class == reconcile.Confirmed {
+		if d.Class == reconcile.ClassConfirmed {
 			continue
 		}
 		out := report.FindingOf(d)

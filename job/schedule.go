@@ -49,7 +49,7 @@ func (j *Job) Schedule(ctx context.Context, sched Schedule, spec string, run fun
 func (j *Job) takeSlot(ctx context.Context, spec string, slot time.Time) (bool, error) {
 	key := fmt.Sprintf("schedule:%s@%s", spec, slot.UTC().Format(time.RFC3339))
 	c, err := j.Store.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: key, Owner: j.Owner})
-	if err != nil || c.Outcome != reconcile.Claimed {
+	if err != nil || c.Outcome != reconcile.ClaimOutcomeClaimed {
 		if err == nil {
 			j.log().Debug("slot taken by another scheduler", "slot", slot.Format(time.RFC3339), "holder", c.Claim.Owner)
 		}

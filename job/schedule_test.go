@@ -159,7 +159,7 @@ func TestAStoppedScheduleEndsItsRunAndGivesTheLeaseBack(t *testing.T) {
 			t.Errorf("the run stopped with %v, want context.Canceled", runErr)
 		}
 		c, err := store.ClaimGet(context.Background(), RunLeaseKey)
-		if err != nil || c.State == reconcile.ClaimHeld {
+		if err != nil || c.State == reconcile.ClaimStateHeld {
 			t.Errorf("run lease after the stop = %+v, %v; want given back", c, err)
 		}
 		if srcs, _ := store.SourceList(context.Background()); len(srcs) != 0 {

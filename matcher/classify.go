@@ -30,23 +30,23 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 	comp := IsCompensation(e)
 	switch {
 	case len(seen) == 0 && !due:
-		d.Class = reconcile.Pending
+		d.Class = reconcile.ClassPending
 		d.Reason = fmt.Sprintf("no %s at %s yet; the effect is newer than the cutoff", kind, e.Provider)
 	case len(seen) == 0 && comp:
-		d.Class = reconcile.Escalated
+		d.Class = reconcile.ClassEscalated
 		d.Reason = fmt.Sprintf("compensation missing: no %s at %s by the cutoff; a person decides", kind, e.Provider)
-		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Escalated)}
+		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.ClassEscalated)}
 	case len(seen) == 0 && len(related) > 0:
 		// The charge is not seen, but a refund or dispute of it is: it
 		// was made, and charging again could take the money twice.
-		d.Class = reconcile.Missing
+		d.Class = reconcile.ClassMissing
 		d.Reason = fmt.Sprintf("no %s at %s by the cutoff, but %s of it is seen: a person decides, nothing is redelivered",
 			kind, e.Provider, ids(d.Related))
-		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Missing)}
+		d.Actions = []reconcile.Action{escalate(e.Key, reconcile.ClassMissing)}
 	case len(seen) == 0:
-		d.Class = reconcile.Missing
+		d.Class = reconcile.ClassMissing
 		d.Reason = fmt.Sprintf("no %s at %s by the cutoff: redeliver under the original key", kind, e.Provider)
-		d.Actions = []reconcile.Action{{Kind: reconcile.Redeliver, Key: e.Key, Target: e.Key, Outcome: reconcile.OutcomePlanned,
+		d.Actions = []reconcile.Action{{Kind: reconcile.ActionRedeliver, Key: e.Key, Target: e.Key, Outcome: reconcile.OutcomePlanned,
 			Amount: reconcile.Money{Minor: e.Amount, Currency: e.Currency}}}
 	case len(seen) == 1:
 		tx := seen[0]
@@ -55,10 +55,10 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 			d.Currency = tx.Amount.Currency
 		}
 		if (e.HasAmount && abs(tx.Amount.Minor) != e.Amount) || (e.Currency != "" && !strings.EqualFold(tx.Amount.Currency, e.Currency)) {
-			d.Class = reconcile.Mismatched
+			d.Class = reconcile.ClassMismatched
 			d.Reason = fmt.Sprintf("%s %s moved %s; the request was %s", kind, tx.ID, money(abs(tx.Amount.Minor), tx.Amount.Currency), money(e.Amount, e.Currency))
 			if comp {
-				d.Class = reconcile.Escalated
+				d.Class = reconcile.ClassEscalated
 				d.Reason = "compensation mismatched: " + d.Reason
 			}
 			d.Actions = []reconcile.Action{escalate(e.Key, d.Class)}
@@ -67,12 +67,12 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 		if e.Status == reconcile.StatusAttempted && !tx.Corroborated {
 			// Anyone who can add a line to a webhook dump could invent it:
 			// the application's row waits for the provider's own word.
-			d.Class = reconcile.Pending
+			d.Class = reconcile.ClassPending
 			d.Reason = fmt.Sprintf("%s %s is seen only in webhook events; the row stays attempted until a settlement report or the provider corroborates it",
 				kind, tx.ID)
 			break
 		}
-		d.Class = reconcile.Confirmed
+		d.Class = reconcile.ClassConfirmed
 		d.Reason = string(kind) + " " + tx.ID + " seen once, as requested" // most effects: no Sprintf
 	default:
 		keep := keeper(e, seen)
@@ -84,19 +84,19 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 			overflowed = overflowed || !ok
 		}
 		if comp {
-			d.Class = reconcile.Escalated
+			d.Class = reconcile.ClassEscalated
 			d.Reason = fmt.Sprintf("compensation duplicated: %d refunds at %s (%s); nobody compensates a compensation, a person decides",
 				len(seen), e.Provider, strings.Join(ids, ", "))
-			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Escalated)}
+			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.ClassEscalated)}
 			break
 		}
-		d.Class = reconcile.Duplicated
+		d.Class = reconcile.ClassDuplicated
 		if e.Step != "charge" && e.Step != "capture" {
 			// Money out made twice is not undone by more money out, nor by
 			// charging the customer back: a person decides.
 			d.Reason = fmt.Sprintf("%s seen %d times at %s (%s); the job compensates only charges: a person decides",
 				kind, len(seen), e.Provider, strings.Join(ids, ", "))
-			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.Duplicated)}
+			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.ClassDuplicated)}
 			break
 		}
 		why := "the earliest"
@@ -118,12 +118,12 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 				d.Reason += fmt.Sprintf("; %s is refunded in part already (%s): a person decides the rest", tx.ID, strings.Join(by, ", "))
 				partly = true
 			default:
-				d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.Compensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
+				d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.ActionCompensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
 					Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
 			}
 		}
 		if partly {
-			d.Actions = append(d.Actions, escalate(e.Key, reconcile.Duplicated))
+			d.Actions = append(d.Actions, escalate(e.Key, reconcile.ClassDuplicated))
 		}
 	}
 	if overflowed {
@@ -147,7 +147,7 @@ func ids(txs []reconcile.Transaction) string {
 // It shows the effect's own transactions; the conflicting one is reported
 // on its own, with how its records disagree.
 func deferConflict(e *Effect, held, linked []*reconcile.Transaction) reconcile.Discrepancy {
-	d := reconcile.Discrepancy{Class: reconcile.Deferred, EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount}
+	d := reconcile.Discrepancy{Class: reconcile.ClassDeferred, EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount}
 	var ids []string
 	for _, tx := range held {
 		if !slices.Contains(ids, tx.ID) {
@@ -196,26 +196,26 @@ func earlier(a, b *reconcile.Transaction) bool {
 
 // unexpectedMoney is the finding for a transaction no effect links to.
 func unexpectedMoney(tx *reconcile.Transaction, pageFrom map[string]int64) reconcile.Discrepancy {
-	d := reconcile.Discrepancy{Class: reconcile.Unexpected, Provider: tx.Provider, Currency: tx.Amount.Currency,
+	d := reconcile.Discrepancy{Class: reconcile.ClassUnexpected, Provider: tx.Provider, Currency: tx.Amount.Currency,
 		ObservedMinor: abs(tx.Amount.Minor), Transactions: []reconcile.Transaction{*tx}}
 	d.Reason = fmt.Sprintf("%s %s of %s links to no effect of ours", tx.Kind, tx.ID, money(abs(tx.Amount.Minor), tx.Amount.Currency))
 	if tx.Conflict != "" {
 		d.Reason = fmt.Sprintf("%s %s is in conflict: %s; it is linked to no effect, and the effects it names wait for a person",
 			tx.Kind, tx.ID, tx.Conflict)
-		d.Actions = []reconcile.Action{escalate(tx.Provider+":"+tx.ID, reconcile.Unexpected)}
+		d.Actions = []reconcile.Action{escalate(tx.Provider+":"+tx.ID, reconcile.ClassUnexpected)}
 		return d
 	}
 	if tx.ParentKey != "" {
 		d.Reason += fmt.Sprintf(" (it belongs to %s)", tx.ParentKey)
 	}
 	if from, ok := pageFrom[tx.Amount.Currency]; ok && abs(tx.Amount.Minor) >= from {
-		d.Actions = []reconcile.Action{escalate(tx.Provider+":"+tx.ID, reconcile.Unexpected)}
+		d.Actions = []reconcile.Action{escalate(tx.Provider+":"+tx.ID, reconcile.ClassUnexpected)}
 	}
 	return d
 }
 
 func escalate(subject string, c reconcile.Class) reconcile.Action {
-	return reconcile.Action{Kind: reconcile.Escalate, Key: reconcile.EscalationKey(subject, c), Target: subject, Outcome: reconcile.OutcomePlanned}
+	return reconcile.Action{Kind: reconcile.ActionEscalate, Key: reconcile.EscalationKey(subject, c), Target: subject, Outcome: reconcile.OutcomePlanned}
 }
 
 func abs(n int64) int64 {

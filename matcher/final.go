@@ -8,11 +8,11 @@ import "reconcile"
 // then reconciled as effects of their own).
 func IsFinal(d *reconcile.Discrepancy) bool {
 	switch d.Class {
-	case reconcile.Confirmed:
+	case reconcile.ClassConfirmed:
 		return true
-	case reconcile.Duplicated:
+	case reconcile.ClassDuplicated:
 		for _, x := range d.Actions {
-			if x.Kind == reconcile.Compensate && x.Outcome != reconcile.OutcomeApplied && x.Outcome != reconcile.OutcomeSkipped {
+			if x.Kind == reconcile.ActionCompensate && x.Outcome != reconcile.OutcomeApplied && x.Outcome != reconcile.OutcomeSkipped {
 				return false
 			}
 		}

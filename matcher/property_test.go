@@ -80,17 +80,17 @@ func randomWorld(r *rand.Rand) *world {
 		due := !e.CreatedAt.After(cutoff)
 		switch {
 		case n == 0 && !due:
-			w.want[e.Key] = reconcile.Pending
+			w.want[e.Key] = reconcile.ClassPending
 		case comp && (n != 1 || wrong || n == 0):
-			w.want[e.Key] = reconcile.Escalated
+			w.want[e.Key] = reconcile.ClassEscalated
 		case n == 0:
-			w.want[e.Key] = reconcile.Missing
+			w.want[e.Key] = reconcile.ClassMissing
 		case n == 1 && wrong:
-			w.want[e.Key] = reconcile.Mismatched
+			w.want[e.Key] = reconcile.ClassMismatched
 		case n == 1:
-			w.want[e.Key] = reconcile.Confirmed
+			w.want[e.Key] = reconcile.ClassConfirmed
 		default:
-			w.want[e.Key] = reconcile.Duplicated
+			w.want[e.Key] = reconcile.ClassDuplicated
 		}
 		w.txs[e.Key] = ids
 		w.effects = append(w.effects, e)
@@ -105,7 +105,7 @@ func randomWorld(r *rand.Rand) *world {
 	// The keeper of a duplicate: the earliest transaction (no test effect
 	// names one by external id that is also a transaction id).
 	for _, e := range w.effects {
-		if w.want[e.Key] != reconcile.Duplicated {
+		if w.want[e.Key] != reconcile.ClassDuplicated {
 			continue
 		}
 		txs := Transactions(w.evidence)
@@ -135,12 +135,12 @@ func TestMatchAgreesWithTheTruthOnRandomWorlds(t *testing.T) {
 		got := map[string]reconcile.Class{}
 		unexpected := 0
 		for _, d := range res.Discrepancies {
-			if d.Class == reconcile.Unexpected {
+			if d.Class == reconcile.ClassUnexpected {
 				unexpected++
 				continue
 			}
 			got[d.EffectKey] = d.Class
-			if d.Class != reconcile.Duplicated {
+			if d.Class != reconcile.ClassDuplicated {
 				continue
 			}
 			var comps []string

@@ -49,43 +49,43 @@ func sampleResult() *Result {
 		StartedAt: t0, FinishedAt: t0.Add(83*time.Second + 250*time.Millisecond),
 	}
 	add := func(d Discrepancy) { r.Discrepancies = append(r.Discrepancies, d) }
-	add(Discrepancy{Class: reconcile.Duplicated, EffectKey: "order-1001:charge", Provider: "stripe", Currency: "EUR",
+	add(Discrepancy{Class: reconcile.ClassDuplicated, EffectKey: "order-1001:charge", Provider: "stripe", Currency: "EUR",
 		ExpectedMinor: 1999, ObservedMinor: 3998, Transactions: []string{"ch_1A", "ch_1B"}, Time: t0.Add(-26 * time.Hour),
 		Reason: "two charges for one request",
-		Actions: []Action{{Kind: reconcile.Compensate, Key: "order-1001:charge:compensate:ch_1B", Target: "ch_1B",
+		Actions: []Action{{Kind: reconcile.ActionCompensate, Key: "order-1001:charge:compensate:ch_1B", Target: "ch_1B",
 			Outcome: reconcile.OutcomeApplied, AmountMinor: 1999, Currency: "EUR", Made: "re_9Z", Note: "refunded"}}})
-	add(Discrepancy{Class: reconcile.Duplicated, EffectKey: "order-1002:charge", Provider: "stripe", Currency: "JPY",
+	add(Discrepancy{Class: reconcile.ClassDuplicated, EffectKey: "order-1002:charge", Provider: "stripe", Currency: "JPY",
 		ExpectedMinor: 5000, ObservedMinor: 15000, Transactions: []string{"ch_2A", "ch_2B", "ch_2C"}, Time: t0.Add(-30 * time.Hour),
 		Reason: "three charges for one request",
 		Actions: []Action{
-			{Kind: reconcile.Compensate, Key: "order-1002:charge:compensate:ch_2B", Target: "ch_2B", Outcome: reconcile.OutcomeApplied, AmountMinor: 5000, Currency: "JPY", Made: "re_2B"},
-			{Kind: reconcile.Compensate, Key: "order-1002:charge:compensate:ch_2C", Target: "ch_2C", Outcome: reconcile.OutcomeRefused, AmountMinor: 5000, Currency: "JPY",
+			{Kind: reconcile.ActionCompensate, Key: "order-1002:charge:compensate:ch_2B", Target: "ch_2B", Outcome: reconcile.OutcomeApplied, AmountMinor: 5000, Currency: "JPY", Made: "re_2B"},
+			{Kind: reconcile.ActionCompensate, Key: "order-1002:charge:compensate:ch_2C", Target: "ch_2C", Outcome: reconcile.OutcomeRefused, AmountMinor: 5000, Currency: "JPY",
 				Note: "the provider refused:\nkey reused with other parameters"},
 		}})
-	add(Discrepancy{Class: reconcile.Missing, EffectKey: "0012", Provider: "stripe", Currency: "KWD",
+	add(Discrepancy{Class: reconcile.ClassMissing, EffectKey: "0012", Provider: "stripe", Currency: "KWD",
 		ExpectedMinor: 12345, Time: t0.Add(-50 * time.Hour), Reason: trickyTexts[0],
-		Actions: []Action{{Kind: reconcile.Redeliver, Key: "0012", Target: "0012", Outcome: reconcile.OutcomeApplied, AmountMinor: 12345, Currency: "KWD", Made: "pi_3C"}}})
-	add(Discrepancy{Class: reconcile.Missing, EffectKey: "1E5", Provider: "stripe", Currency: "EUR",
+		Actions: []Action{{Kind: reconcile.ActionRedeliver, Key: "0012", Target: "0012", Outcome: reconcile.OutcomeApplied, AmountMinor: 12345, Currency: "KWD", Made: "pi_3C"}}})
+	add(Discrepancy{Class: reconcile.ClassMissing, EffectKey: "1E5", Provider: "stripe", Currency: "EUR",
 		ExpectedMinor: -1420, Time: t0.Add(-49 * time.Hour), Reason: "a refund of 14.20 EUR nobody saw",
-		Actions: []Action{{Kind: reconcile.Redeliver, Key: "1E5", Target: "1E5", Outcome: reconcile.OutcomePlanned, AmountMinor: -1420, Currency: "EUR"}}})
-	add(Discrepancy{Class: reconcile.Pending, EffectKey: "order-1003:charge", Provider: "stripe", Currency: "EUR",
+		Actions: []Action{{Kind: reconcile.ActionRedeliver, Key: "1E5", Target: "1E5", Outcome: reconcile.OutcomePlanned, AmountMinor: -1420, Currency: "EUR"}}})
+	add(Discrepancy{Class: reconcile.ClassPending, EffectKey: "order-1003:charge", Provider: "stripe", Currency: "EUR",
 		ExpectedMinor: 2500, Time: t0.Add(-time.Hour), Reason: "too recent to be settled"})
-	add(Discrepancy{Class: reconcile.Mismatched, EffectKey: "@SUM(A1)", Provider: "stripe", Currency: "EUR",
+	add(Discrepancy{Class: reconcile.ClassMismatched, EffectKey: "@SUM(A1)", Provider: "stripe", Currency: "EUR",
 		ExpectedMinor: 123456789012345, ObservedMinor: 123456789012346, Transactions: []string{"+1+2"}, Time: t0.Add(-40 * time.Hour),
 		Reason:  "Zahlung für Müller — 東京 🚀: the price moved",
-		Actions: []Action{{Kind: reconcile.Escalate, Key: "@SUM(A1):escalate", Target: "@SUM(A1)", Outcome: reconcile.OutcomeEscalated, Note: "-3"}}})
-	add(Discrepancy{Class: reconcile.Mismatched, EffectKey: "order-1004:charge", Provider: "stripe", Currency: "KWD",
+		Actions: []Action{{Kind: reconcile.ActionEscalate, Key: "@SUM(A1):escalate", Target: "@SUM(A1)", Outcome: reconcile.OutcomeEscalated, Note: "-3"}}})
+	add(Discrepancy{Class: reconcile.ClassMismatched, EffectKey: "order-1004:charge", Provider: "stripe", Currency: "KWD",
 		ExpectedMinor: 1000, ObservedMinor: 999, Transactions: []string{"ch_4A"}, Time: t0.Add(-41 * time.Hour), Reason: "1 fils short"})
-	add(Discrepancy{Class: reconcile.Unexpected, Provider: "stripe", Currency: "JPY", ObservedMinor: 777,
+	add(Discrepancy{Class: reconcile.ClassUnexpected, Provider: "stripe", Currency: "JPY", ObservedMinor: 777,
 		Transactions: []string{"ch_5A"}, Time: t0.Add(-45 * time.Hour), Reason: "=1+1"})
-	add(Discrepancy{Class: reconcile.Unexpected, Provider: "bank", Currency: "EUR", ObservedMinor: -5,
+	add(Discrepancy{Class: reconcile.ClassUnexpected, Provider: "bank", Currency: "EUR", ObservedMinor: -5,
 		Transactions: []string{"TRUE"}, Time: t0.Add(-44 * time.Hour), Reason: "a debit of 0.05 EUR nobody asked for"})
-	add(Discrepancy{Class: reconcile.Deferred, EffectKey: "order-1005:charge", Provider: "stripe", Currency: "EUR",
+	add(Discrepancy{Class: reconcile.ClassDeferred, EffectKey: "order-1005:charge", Provider: "stripe", Currency: "EUR",
 		ExpectedMinor: 1, Time: t0.Add(-60 * time.Hour), Reason: "the lookup was down",
-		Actions: []Action{{Kind: reconcile.Redeliver, Key: "order-1005:charge", Target: "order-1005:charge", Outcome: reconcile.OutcomeDeferred, AmountMinor: 1, Currency: "EUR"}}})
-	add(Discrepancy{Class: reconcile.Escalated, EffectKey: "order-1006:charge:compensate:ch_6B", Provider: "stripe", Currency: "EUR",
+		Actions: []Action{{Kind: reconcile.ActionRedeliver, Key: "order-1005:charge", Target: "order-1005:charge", Outcome: reconcile.OutcomeDeferred, AmountMinor: 1, Currency: "EUR"}}})
+	add(Discrepancy{Class: reconcile.ClassEscalated, EffectKey: "order-1006:charge:compensate:ch_6B", Provider: "stripe", Currency: "EUR",
 		ExpectedMinor: 4200, Time: t0.Add(-70 * time.Hour), Reason: "the compensation cannot be confirmed",
-		Actions: []Action{{Kind: reconcile.Escalate, Key: "order-1006:charge:compensate:ch_6B:escalate", Outcome: reconcile.OutcomeEscalated}}})
+		Actions: []Action{{Kind: reconcile.ActionEscalate, Key: "order-1006:charge:compensate:ch_6B:escalate", Outcome: reconcile.OutcomeEscalated}}})
 	r.Rejected = []Rejected{
 		{URI: "s3://settlements/2026-11-28/stripe_itemized.csv", Line: 17, Reason: "amount \"12,5\" is not a number", Raw: "ch_x,12,5,eur"},
 		{URI: "s3://settlements/2026-11-28/stripe_itemized.csv", Line: 18, Reason: "@SUM(A1)", Raw: `=HYPERLINK("http://x","y"),+1+2,-3`},
@@ -127,15 +127,15 @@ func randomResult(r *Result, seed uint64, n int) *Result {
 			Currency: c.cur, ExpectedMinor: rng.Int64N(200_000_000) - 20_000_000, Time: t0.Add(-time.Duration(rng.IntN(100_000)) * time.Second),
 			Reason: trickyTexts[rng.IntN(len(trickyTexts))]}
 		switch d.Class {
-		case reconcile.Duplicated:
+		case reconcile.ClassDuplicated:
 			d.ObservedMinor = d.ExpectedMinor * int64(2+rng.IntN(2))
-		case reconcile.Mismatched:
+		case reconcile.ClassMismatched:
 			d.ObservedMinor = d.ExpectedMinor + rng.Int64N(2000) - 1000
-		case reconcile.Unexpected:
+		case reconcile.ClassUnexpected:
 			d.EffectKey, d.ExpectedMinor, d.ObservedMinor = "", 0, rng.Int64N(200_000_000)-20_000_000
 		}
-		if d.Class == reconcile.Duplicated || d.Class == reconcile.Missing {
-			d.Actions = []Action{{Kind: reconcile.Redeliver, Key: d.EffectKey, Outcome: reconcile.OutcomePlanned, AmountMinor: d.ExpectedMinor, Currency: d.Currency}}
+		if d.Class == reconcile.ClassDuplicated || d.Class == reconcile.ClassMissing {
+			d.Actions = []Action{{Kind: reconcile.ActionRedeliver, Key: d.EffectKey, Outcome: reconcile.OutcomePlanned, AmountMinor: d.ExpectedMinor, Currency: d.Currency}}
 		}
 		r.Discrepancies = append(r.Discrepancies, d)
 	}

@@ -64,7 +64,7 @@ func Metrics(r *Result) *prometheus.Registry {
 	for _, d := range r.Discrepancies {
 		for _, x := range d.Actions {
 			actions.WithLabelValues(string(x.Kind), string(x.Outcome)).Inc()
-			if x.Kind == reconcile.Escalate {
+			if x.Kind == reconcile.ActionEscalate {
 				escalations++
 			}
 		}

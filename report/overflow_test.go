@@ -12,8 +12,8 @@ import (
 func TestMoneyAtRiskDoesNotWrap(t *testing.T) {
 	big := int64(math.MaxInt64/2 + 1)
 	r := &Result{Discrepancies: []Discrepancy{
-		{Class: reconcile.Missing, Currency: "EUR", ExpectedMinor: big},
-		{Class: reconcile.Missing, Currency: "EUR", ExpectedMinor: big},
+		{Class: reconcile.ClassMissing, Currency: "EUR", ExpectedMinor: big},
+		{Class: reconcile.ClassMissing, Currency: "EUR", ExpectedMinor: big},
 	}}
 	risk, over := r.MoneyAtRisk(), r.Overflowed()
 	if risk["EUR"] != math.MaxInt64 || !over["EUR"] {

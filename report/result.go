@@ -154,12 +154,12 @@ type Orphan struct {
 // refused or escalated (a duplicated refund, a charge that did not check out
 // at the provider), an orphan. It decides exit status 3.
 func (r *Result) NeedsPerson() bool {
-	if r.Counts[string(reconcile.Mismatched)]+r.Counts[string(reconcile.Escalated)]+r.Counts[string(reconcile.Unexpected)] > 0 || len(r.Orphans) > 0 {
+	if r.Counts[string(reconcile.ClassMismatched)]+r.Counts[string(reconcile.ClassEscalated)]+r.Counts[string(reconcile.ClassUnexpected)] > 0 || len(r.Orphans) > 0 {
 		return true
 	}
 	for _, d := range r.Discrepancies {
 		for _, x := range d.Actions {
-			if x.Kind == reconcile.Escalate || x.Outcome == reconcile.OutcomeRefused || x.Outcome == reconcile.OutcomeEscalated {
+			if x.Kind == reconcile.ActionEscalate || x.Outcome == reconcile.OutcomeRefused || x.Outcome == reconcile.OutcomeEscalated {
 				return true
 			}
 		}
@@ -198,7 +198,7 @@ func (r *Result) Overflowed() map[string]bool {
 func (r *Result) moneyAtRisk() (map[string]int64, map[string]bool) {
 	out, over := map[string]int64{}, map[string]bool{}
 	for _, d := range r.Discrepancies {
-		if d.Class == reconcile.Pending {
+		if d.Class == reconcile.ClassPending {
 			continue
 		}
 		sum, ok := reconcile.AddMinor(out[d.Currency], d.AtRisk())
@@ -231,9 +231,9 @@ func (d *Discrepancy) Repaired() int64 {
 
 func (d *Discrepancy) exposure() (open, repaired int64) {
 	switch d.Class {
-	case reconcile.Confirmed, reconcile.Pending:
+	case reconcile.ClassConfirmed, reconcile.ClassPending:
 		return 0, 0
-	case reconcile.Mismatched:
+	case reconcile.ClassMismatched:
 		if d.ObservedCurrency != "" && !strings.EqualFold(d.ObservedCurrency, d.Currency) {
 			return magnitude(d.ExpectedMinor), 0
 		}
@@ -242,16 +242,16 @@ func (d *Discrepancy) exposure() (open, repaired int64) {
 			diff = -diff
 		}
 		return diff, 0
-	case reconcile.Duplicated:
+	case reconcile.ClassDuplicated:
 		extra, _ := reconcile.AddMinor(d.ObservedMinor, -d.ExpectedMinor)
 		paged := false
 		for _, x := range d.Actions {
 			switch {
-			case x.Kind == reconcile.Escalate:
+			case x.Kind == reconcile.ActionEscalate:
 				paged = true
-			case x.Kind == reconcile.Compensate && made(x.Outcome):
+			case x.Kind == reconcile.ActionCompensate && made(x.Outcome):
 				repaired, _ = reconcile.AddMinor(repaired, x.AmountMinor)
-			case x.Kind == reconcile.Compensate:
+			case x.Kind == reconcile.ActionCompensate:
 				open, _ = reconcile.AddMinor(open, x.AmountMinor)
 			}
 			extra, _ = reconcile.AddMinor(extra, -x.AmountMinor)
@@ -262,9 +262,9 @@ func (d *Discrepancy) exposure() (open, repaired int64) {
 			open, _ = reconcile.AddMinor(open, extra)
 		}
 		return open, repaired
-	case reconcile.Missing:
+	case reconcile.ClassMissing:
 		for _, x := range d.Actions {
-			if x.Kind != reconcile.Redeliver {
+			if x.Kind != reconcile.ActionRedeliver {
 				continue
 			}
 			switch x.Outcome {
@@ -298,7 +298,7 @@ func made(o reconcile.Outcome) bool {
 // its transactions), else what was expected.
 func (d *Discrepancy) Money() int64 {
 	switch d.Class {
-	case reconcile.Unexpected, reconcile.Duplicated, reconcile.Mismatched:
+	case reconcile.ClassUnexpected, reconcile.ClassDuplicated, reconcile.ClassMismatched:
 		return d.ObservedMinor
 	}
 	return d.ExpectedMinor
@@ -312,7 +312,7 @@ func FindingOf(d *reconcile.Discrepancy) Discrepancy {
 	for _, t := range d.Transactions {
 		out.Transactions = append(out.Transactions, t.ID)
 	}
-	if d.Class == reconcile.Mismatched && len(d.Transactions) == 1 && !strings.EqualFold(d.Transactions[0].Amount.Currency, d.Currency) {
+	if d.Class == reconcile.ClassMismatched && len(d.Transactions) == 1 && !strings.EqualFold(d.Transactions[0].Amount.Currency, d.Currency) {
 		out.ObservedCurrency = strings.ToUpper(d.Transactions[0].Amount.Currency)
 	}
 	for _, t := range d.Related {

@@ -44,7 +44,7 @@ func Summary(out io.Writer, r *Result) {
 	open := 0 // findings first found by an earlier run
 	for _, d := range r.Discrepancies {
 		m := d.Money()
-		if d.Class == reconcile.Duplicated {
+		if d.Class == reconcile.ClassDuplicated {
 			m = d.ObservedMinor - d.ExpectedMinor // the extra money, not the gross of every transaction
 		}
 		if money[d.Class] == nil {

@@ -20,11 +20,11 @@ func TestSummaryReadsOnATerminal(t *testing.T) {
 	long := strings.Repeat("a very long note about what the provider said ", 10)
 	r := &Result{RunID: "rec_1", AsOf: "2026-12-01T00:00:00Z", StartedAt: start, Counts: map[string]int{"duplicated": 2, "missing": 1},
 		Discrepancies: []Discrepancy{
-			{Class: reconcile.Duplicated, EffectKey: "a", Currency: "USD", ExpectedMinor: 100000, ObservedMinor: 200000, FirstFound: start,
-				Actions: []Action{{Kind: reconcile.Compensate, Key: "a:compensate:ch_2", Outcome: reconcile.OutcomeEscalated, Note: long, AmountMinor: 100000, Currency: "USD"}}},
-			{Class: reconcile.Duplicated, EffectKey: "b", Currency: "EUR", ExpectedMinor: 123456700, ObservedMinor: 246913400, FirstFound: start.Add(-48 * time.Hour),
-				Actions: []Action{{Kind: reconcile.Compensate, Key: "b:compensate:ch_4", Outcome: reconcile.OutcomePlanned, AmountMinor: 123456700, Currency: "EUR"}}},
-			{Class: reconcile.Missing, EffectKey: "c", Currency: "EUR", ExpectedMinor: 500, FirstFound: start.Add(-24 * time.Hour)},
+			{Class: reconcile.ClassDuplicated, EffectKey: "a", Currency: "USD", ExpectedMinor: 100000, ObservedMinor: 200000, FirstFound: start,
+				Actions: []Action{{Kind: reconcile.ActionCompensate, Key: "a:compensate:ch_2", Outcome: reconcile.OutcomeEscalated, Note: long, AmountMinor: 100000, Currency: "USD"}}},
+			{Class: reconcile.ClassDuplicated, EffectKey: "b", Currency: "EUR", ExpectedMinor: 123456700, ObservedMinor: 246913400, FirstFound: start.Add(-48 * time.Hour),
+				Actions: []Action{{Kind: reconcile.ActionCompensate, Key: "b:compensate:ch_4", Outcome: reconcile.OutcomePlanned, AmountMinor: 123456700, Currency: "EUR"}}},
+			{Class: reconcile.ClassMissing, EffectKey: "c", Currency: "EUR", ExpectedMinor: 500, FirstFound: start.Add(-24 * time.Hour)},
 		},
 		Rejected: []Rejected{{URI: "x.csv", Line: 2, Reason: "bad"}}, RejectedUnlisted: 41}
 	var buf bytes.Buffer

@@ -60,10 +60,10 @@ func checkTerminal(t *testing.T, what, out string) {
 func TestSummaryEscapesControlCharacters(t *testing.T) {
 	r := &Result{RunID: "rec_1" + forged, AsOf: "2026-11-30T00:00:00Z" + forged, Counts: map[string]int{},
 		Inputs: []Input{{URI: "nov" + forged + ".csv", Format: "stripe" + forged, Rows: 3}},
-		Discrepancies: []Discrepancy{{Class: reconcile.Duplicated, EffectKey: "k" + forged, Currency: "EUR",
+		Discrepancies: []Discrepancy{{Class: reconcile.ClassDuplicated, EffectKey: "k" + forged, Currency: "EUR",
 			Actions: []Action{
-				{Kind: reconcile.Compensate, Key: "k" + forged + ":compensate", Outcome: reconcile.OutcomeApplied, Made: "re_1" + forged},
-				{Kind: reconcile.Compensate, Key: "k2", Outcome: reconcile.OutcomeRefused, Note: "provider said" + forged},
+				{Kind: reconcile.ActionCompensate, Key: "k" + forged + ":compensate", Outcome: reconcile.OutcomeApplied, Made: "re_1" + forged},
+				{Kind: reconcile.ActionCompensate, Key: "k2", Outcome: reconcile.OutcomeRefused, Note: "provider said" + forged},
 			}}},
 		Orphans:  []Orphan{{Key: "o" + forged, StaleOwner: "a" + forged, CurrentOwner: "b" + forged, StaleResult: "re_2" + forged}},
 		Rejected: []Rejected{{URI: "nov" + forged + ".csv", Line: 2, Reason: "bad amount " + forged}},

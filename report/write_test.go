@@ -14,9 +14,9 @@ import (
 func TestWriteJSONEqualsItsEncoding(t *testing.T) {
 	res := &Result{RunID: "rec_1", Counts: map[string]int{"missing": 2}, Inputs: []Input{{URI: `a "discrepancies": [] b.csv`}},
 		Discrepancies: []Discrepancy{
-			{Class: reconcile.Missing, EffectKey: "r:charge:0", Transactions: []string{}, Actions: []Action{{Kind: reconcile.Redeliver, Key: "r:charge:0"}},
+			{Class: reconcile.ClassMissing, EffectKey: "r:charge:0", Transactions: []string{}, Actions: []Action{{Kind: reconcile.ActionRedeliver, Key: "r:charge:0"}},
 				Reason: `no "charge" <by> the cutoff & "discrepancies":[]`, Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
-			{Class: reconcile.Unexpected, Transactions: []string{"ch_u"}, Actions: []Action{}},
+			{Class: reconcile.ClassUnexpected, Transactions: []string{"ch_u"}, Actions: []Action{}},
 		},
 		Rejected: []Rejected{{URI: "a.csv", Line: 3, Raw: `"discrepancies":[]`}}, Orphans: []Orphan{}}
 	for _, r := range []*Result{res, sampleResult(), {RunID: "rec_2", Discrepancies: []Discrepancy{}}, {RunID: "rec_3"}} {

@@ -44,7 +44,7 @@ func WriteXLSX(w io.Writer, r *Result, escalations []Escalation) error {
 		return fmt.Errorf("write sheet Summary: %w", err)
 	}
 	for _, c := range reconcile.Classes {
-		if c == reconcile.Confirmed || b.shapes[c] == nil {
+		if c == reconcile.ClassConfirmed || b.shapes[c] == nil {
 			continue
 		}
 		if err := b.classSheet(r, c); err != nil {

@@ -59,7 +59,7 @@ func bigResult(n, rejected int) *Result {
 			ExpectedMinor: int64(i%100_000) * 7, ObservedMinor: int64(i%100_000) * 7, Transactions: []string{"ch_3PxyzAbCdEfGh"},
 			Reason: "two charges for one request", Time: t0.Add(-time.Duration(i) * time.Second)}
 		if i%3 == 0 {
-			d.Actions = []Action{{Kind: reconcile.Compensate, Key: key + ":compensate:ch_3PxyzAbCdEfGh", Outcome: reconcile.OutcomePlanned,
+			d.Actions = []Action{{Kind: reconcile.ActionCompensate, Key: key + ":compensate:ch_3PxyzAbCdEfGh", Outcome: reconcile.OutcomePlanned,
 				AmountMinor: d.ExpectedMinor, Currency: d.Currency}}
 		}
 		r.Discrepancies[i] = d

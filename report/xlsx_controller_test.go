@@ -30,8 +30,8 @@ import (
 func cleanResult() *Result {
 	return &Result{RunID: "run-clean", AsOf: "2026-11-28T00:00:00Z", Applied: true, Counts: map[string]int{"confirmed": 5, "missing": 1},
 		Inputs: []Input{{URI: "s3://settlements/clean.csv", Format: "stripe-itemized", Rows: 6, Evidence: 6}},
-		Discrepancies: []Discrepancy{{Class: reconcile.Missing, EffectKey: "k", Provider: "stripe", Currency: "EUR", ExpectedMinor: 100,
-			Actions: []Action{{Kind: reconcile.Redeliver, Key: "k", Outcome: reconcile.OutcomeApplied, AmountMinor: 100, Currency: "EUR", Made: "pi_1"}}}},
+		Discrepancies: []Discrepancy{{Class: reconcile.ClassMissing, EffectKey: "k", Provider: "stripe", Currency: "EUR", ExpectedMinor: 100,
+			Actions: []Action{{Kind: reconcile.ActionRedeliver, Key: "k", Outcome: reconcile.OutcomeApplied, AmountMinor: 100, Currency: "EUR", Made: "pi_1"}}}},
 		StartedAt: t0, FinishedAt: t0.Add(time.Minute)}
 }
 
@@ -180,7 +180,7 @@ func TestXLSXMismatchedRowsShowTheDifference(t *testing.T) {
 	}
 	i := 0
 	for _, d := range r.Discrepancies {
-		if d.Class != reconcile.Mismatched {
+		if d.Class != reconcile.ClassMismatched {
 			continue
 		}
 		i++
@@ -228,7 +228,7 @@ func TestXLSXCellsAFilterCanUse(t *testing.T) {
 
 	// One transaction id to a cell: each one is a whole cell of its
 	// finding's row, and a filter on the column finds it.
-	for _, c := range []reconcile.Class{reconcile.Duplicated, reconcile.Mismatched, reconcile.Unexpected} {
+	for _, c := range []reconcile.Class{reconcile.ClassDuplicated, reconcile.ClassMismatched, reconcile.ClassUnexpected} {
 		rs := rows(t, f, sheetName(c))
 		i := 0
 		for _, d := range r.Discrepancies {
@@ -518,8 +518,8 @@ func deref[T any](p *T) any {
 // is in its own currency, and the Summary adds it to that currency.
 func TestXLSXMismatchInAnotherCurrency(t *testing.T) {
 	r := &Result{Counts: map[string]int{"mismatched": 2}, Discrepancies: []Discrepancy{
-		{Class: reconcile.Mismatched, EffectKey: "a", Provider: "stripe", Currency: "JPY", ExpectedMinor: 5000, ObservedMinor: 3512, ObservedCurrency: "USD"},
-		{Class: reconcile.Mismatched, EffectKey: "b", Provider: "stripe", Currency: "JPY", ExpectedMinor: 700, ObservedMinor: 690},
+		{Class: reconcile.ClassMismatched, EffectKey: "a", Provider: "stripe", Currency: "JPY", ExpectedMinor: 5000, ObservedMinor: 3512, ObservedCurrency: "USD"},
+		{Class: reconcile.ClassMismatched, EffectKey: "b", Provider: "stripe", Currency: "JPY", ExpectedMinor: 700, ObservedMinor: 690},
 	}}
 	f := openXLSX(t, r, nil)
 	rs := rows(t, f, "Mismatched")

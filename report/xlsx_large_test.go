@@ -41,7 +41,7 @@ func TestXLSXLargeRunAsAControllerSeesIt(t *testing.T) {
 
 	r := bigResult(n, n/100)
 	r.AsOf, r.Applied = "2026-11-28T00:00:00Z", true
-	r.Counts[string(reconcile.Confirmed)] = 40 * n
+	r.Counts[string(reconcile.ClassConfirmed)] = 40 * n
 	r.Inputs = []Input{
 		{URI: "s3://settlements/2026-11-28/stripe_balance_change_from_activity.csv", Format: "stripe-itemized", Rows: 41 * n, Evidence: 41*n - n/100, Rejected: n / 100},
 		{URI: "s3://bank/2026-11-28/camt053_DE89370400440532013000.xml", Format: "camt053", Rows: 30, Evidence: 30},

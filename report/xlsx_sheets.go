@@ -22,7 +22,7 @@ const (
 // alike: "Duplicated". The class escalated is a compensation in doubt, so
 // that it does not read as the outcome escalated of an action beside it.
 func className(c reconcile.Class) string {
-	if c == reconcile.Escalated {
+	if c == reconcile.ClassEscalated {
 		return "Compensation in doubt"
 	}
 	s := string(c)
@@ -73,7 +73,7 @@ func (b *book) classShapes(r *Result) map[reconcile.Class]*shape {
 		d := &r.Discrepancies[i]
 		s := out[d.Class]
 		if s == nil {
-			s = &shape{diff: d.Class == reconcile.Mismatched, keyW: len("Effect key"), idW: len("Transaction 10"), mW: len("Expected")}
+			s = &shape{diff: d.Class == reconcile.ClassMismatched, keyW: len("Effect key"), idW: len("Transaction 10"), mW: len("Expected")}
 			out[d.Class] = s
 		}
 		s.findings++

@@ -106,7 +106,7 @@ func sumUp(r *Result, exponent func(provider, cur string) int) *figures {
 			s = byUnit[ou]
 		}
 		s.observed = add(s.observed, d.ObservedMinor)
-		if d.Class != reconcile.Pending {
+		if d.Class != reconcile.ClassPending {
 			fg.atRisk[u] = add(fg.atRisk[u], d.AtRisk())
 			fg.repaired[u] = add(fg.repaired[u], d.Repaired())
 			if d.AtRisk() != 0 {
@@ -231,7 +231,7 @@ func (b *book) summary(r *Result, escalations []Escalation) error {
 	rows = append(rows, nil, heading("Findings per class"), head("Class", "Count", "Sheet"))
 	for _, c := range reconcile.Classes {
 		where := ""
-		if n := fg.findings(c); n > 0 && c != reconcile.Confirmed {
+		if n := fg.findings(c); n > 0 && c != reconcile.ClassConfirmed {
 			where = sheetName(c)
 			if parts := sheetParts(n); parts > 1 {
 				where = fmt.Sprintf("%s to %s (%d)", where, where, parts)

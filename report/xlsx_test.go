@@ -49,7 +49,7 @@ func TestXLSXSheetsInOrderOnlyClassesWithFindings(t *testing.T) {
 	}
 
 	r := &Result{RunID: "r", Counts: map[string]int{"missing": 1},
-		Discrepancies: []Discrepancy{{Class: reconcile.Missing, EffectKey: "k", Provider: "stripe", Currency: "EUR", ExpectedMinor: 100}}}
+		Discrepancies: []Discrepancy{{Class: reconcile.ClassMissing, EffectKey: "k", Provider: "stripe", Currency: "EUR", ExpectedMinor: 100}}}
 	f = openXLSX(t, r, nil)
 	want = []string{"Summary", "Missing", "Actions", "Rejected rows", "Escalations"}
 	if diff := cmp.Diff(want, f.GetSheetList()); diff != "" {
@@ -67,8 +67,8 @@ func TestXLSXInputTextStaysLiteralText(t *testing.T) {
 		t.Run(text, func(t *testing.T) {
 			r := &Result{RunID: text, AsOf: text, Counts: map[string]int{},
 				Inputs: []Input{{URI: text, Format: text}},
-				Discrepancies: []Discrepancy{{Class: reconcile.Missing, EffectKey: text, Provider: text, Currency: "EUR", Reason: text,
-					Transactions: []string{text}, Actions: []Action{{Kind: reconcile.Redeliver, Key: text, Target: text, Outcome: reconcile.OutcomePlanned, Made: text}}}},
+				Discrepancies: []Discrepancy{{Class: reconcile.ClassMissing, EffectKey: text, Provider: text, Currency: "EUR", Reason: text,
+					Transactions: []string{text}, Actions: []Action{{Kind: reconcile.ActionRedeliver, Key: text, Target: text, Outcome: reconcile.OutcomePlanned, Made: text}}}},
 				Rejected: []Rejected{{URI: text, Line: 2, Reason: text, Raw: text}},
 			}
 			f := openXLSX(t, r, []Escalation{{Key: text, Subject: text, Reason: text, Note: text}})
@@ -133,7 +133,7 @@ func TestXLSXAmountsAreNumbersInTheCurrencyDecimals(t *testing.T) {
 		{"paypal", "HUF", 700, "700", "700", "#,##0;[Red]-#,##0"},
 	} {
 		t.Run(tc.provider+" "+tc.raw+" "+tc.cur, func(t *testing.T) {
-			r := &Result{Counts: map[string]int{}, Discrepancies: []Discrepancy{{Class: reconcile.Mismatched, EffectKey: "k",
+			r := &Result{Counts: map[string]int{}, Discrepancies: []Discrepancy{{Class: reconcile.ClassMismatched, EffectKey: "k",
 				Provider: tc.provider, Currency: tc.cur, ExpectedMinor: tc.minor, ObservedMinor: tc.minor}}}
 			f := openXLSX(t, r, nil)
 			for _, ref := range []string{"E2", "F2"} { // G2 and H2, the difference and at risk, are 0
@@ -159,8 +159,8 @@ func TestXLSXAmountsAreNumbersInTheCurrencyDecimals(t *testing.T) {
 
 func TestXLSXMixedDecimalsOfOneCurrencyAreNotAdded(t *testing.T) {
 	r := &Result{Counts: map[string]int{}, Discrepancies: []Discrepancy{
-		{Class: reconcile.Missing, EffectKey: "a", Provider: "stripe", Currency: "ISK", ExpectedMinor: 12345},
-		{Class: reconcile.Missing, EffectKey: "b", Provider: "bank", Currency: "ISK", ExpectedMinor: 500},
+		{Class: reconcile.ClassMissing, EffectKey: "a", Provider: "stripe", Currency: "ISK", ExpectedMinor: 12345},
+		{Class: reconcile.ClassMissing, EffectKey: "b", Provider: "bank", Currency: "ISK", ExpectedMinor: 500},
 	}}
 	f := openXLSX(t, r, nil)
 	got := map[string]string{}
@@ -368,7 +368,7 @@ func TestXLSXSplitsTablesLongerThanASheet(t *testing.T) {
 	maxSheetRows = 2
 	r := &Result{Counts: map[string]int{"missing": 5}}
 	for i := range 5 {
-		r.Discrepancies = append(r.Discrepancies, Discrepancy{Class: reconcile.Missing, EffectKey: strconv.Itoa(i), Provider: "stripe", Currency: "EUR", ExpectedMinor: 1})
+		r.Discrepancies = append(r.Discrepancies, Discrepancy{Class: reconcile.ClassMissing, EffectKey: strconv.Itoa(i), Provider: "stripe", Currency: "EUR", ExpectedMinor: 1})
 	}
 	for i := range 3 {
 		r.Rejected = append(r.Rejected, Rejected{URI: "f.csv", Line: i + 2, Reason: "bad"})

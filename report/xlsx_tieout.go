@@ -35,7 +35,7 @@ func verdict(r *Result) (needs bool, why string) {
 			switch {
 			case x.Outcome == reconcile.OutcomeRefused:
 				refused++
-			case x.Kind == reconcile.Escalate || x.Outcome == reconcile.OutcomeEscalated:
+			case x.Kind == reconcile.ActionEscalate || x.Outcome == reconcile.OutcomeEscalated:
 				handed++
 			case x.Outcome == reconcile.OutcomePlanned:
 				planned++
@@ -58,9 +58,9 @@ func verdict(r *Result) (needs bool, why string) {
 		one, many string
 		sheet     string
 	}{
-		{r.Counts[string(reconcile.Mismatched)], "mismatched amount", "mismatched amounts", sheetName(reconcile.Mismatched)},
-		{r.Counts[string(reconcile.Unexpected)], "unexpected transaction", "unexpected transactions", sheetName(reconcile.Unexpected)},
-		{r.Counts[string(reconcile.Escalated)], "compensation in doubt", "compensations in doubt", sheetName(reconcile.Escalated)},
+		{r.Counts[string(reconcile.ClassMismatched)], "mismatched amount", "mismatched amounts", sheetName(reconcile.ClassMismatched)},
+		{r.Counts[string(reconcile.ClassUnexpected)], "unexpected transaction", "unexpected transactions", sheetName(reconcile.ClassUnexpected)},
+		{r.Counts[string(reconcile.ClassEscalated)], "compensation in doubt", "compensations in doubt", sheetName(reconcile.ClassEscalated)},
 		{refused, "action refused by the provider", "actions refused by the provider", actionsSheet},
 		{handed, "finding handed to a person", "findings handed to a person", "Escalations"},
 		{len(r.Orphans), "orphan", "orphans", "Orphans"},
@@ -93,7 +93,7 @@ func (b *book) verdictRow(r *Result) []any {
 // the result has.
 func (b *book) confirmedRows(r *Result, fg *figures) [][]any {
 	if len(fg.confirmed) == 0 {
-		return [][]any{{b.text("All currencies"), b.count(int64(r.Counts[string(reconcile.Confirmed)])),
+		return [][]any{{b.text("All currencies"), b.count(int64(r.Counts[string(reconcile.ClassConfirmed)])),
 			b.text("the count alone: amounts per currency are not in the result")}}
 	}
 	var rows [][]any

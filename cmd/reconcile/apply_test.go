@@ -233,7 +233,7 @@ func (w *applyWorld) check() {
 		if e.Status != reconcile.StatusConfirmed || e.ExternalID != r.ID || e.Depth != 1 || e.ParentKey != r.Metadata["compensates"] {
 			w.t.Errorf("compensation %s: %s %q depth %d parent %s; want confirmed %s at depth 1", e.Key, e.Status, e.ExternalID, e.Depth, e.ParentKey, r.ID)
 		}
-		if c, err := store.ClaimGet(ctx, e.Key); err != nil || c.State != reconcile.ClaimDone {
+		if c, err := store.ClaimGet(ctx, e.Key); err != nil || c.State != reconcile.ClaimStateDone {
 			w.t.Errorf("claim of %s = %+v, %v; want done", e.Key, c, err)
 		}
 	}
@@ -369,7 +369,7 @@ func TestSecondRoundOnTheProvidersNewReportConfirmsTheRepairs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k, st := range states {
-			if st.Class != reconcile.Confirmed || !st.Final {
+			if st.Class != reconcile.ClassConfirmed || !st.Final {
 				t.Errorf("%s after the second round: %s (final %v), want confirmed", k, st.Class, st.Final)
 			}
 		}

@@ -203,9 +203,9 @@ func (a *app) benchSecondNight(ctx context.Context, first benchNight, n int, see
 	// first day, before the second night's cutoff (the second day's end,
 	// less the lag of 3 hours), and no evidence came: they are missing.
 	open := map[reconcile.Class]int{
-		reconcile.Duplicated: first.want[reconcile.Duplicated],
-		reconcile.Mismatched: first.want[reconcile.Mismatched],
-		reconcile.Missing:    first.want[reconcile.Missing] + first.want[reconcile.Pending],
+		reconcile.ClassDuplicated: first.want[reconcile.ClassDuplicated],
+		reconcile.ClassMismatched: first.want[reconcile.ClassMismatched],
+		reconcile.ClassMissing:    first.want[reconcile.ClassMissing] + first.want[reconcile.ClassPending],
 	}
 	left := 0
 	for c, k := range open {
@@ -215,7 +215,7 @@ func (a *app) benchSecondNight(ctx context.Context, first benchNight, n int, see
 	world = nil
 	say("night 2: peak memory of generating and loading the world (VmHWM): %s", peakRSS())
 	say("night 2: built: the second world's classes, and the %d effects the first night left open (%d duplicated, %d mismatched, %d missing, and %d pending that are now missing)",
-		left, first.want[reconcile.Duplicated], first.want[reconcile.Mismatched], first.want[reconcile.Missing], first.want[reconcile.Pending])
+		left, first.want[reconcile.ClassDuplicated], first.want[reconcile.ClassMismatched], first.want[reconcile.ClassMissing], first.want[reconcile.ClassPending])
 	prof := profile
 	if prof != "" {
 		prof += ".night2"
@@ -300,7 +300,7 @@ func (a *app) benchMeasure(ctx context.Context, label, profile, result string, l
 	say(label+"run end to end: %s, %.0f report lines/s, %.1f MB/s of both inputs", elapsed.Round(time.Millisecond), float64(lines)/elapsed.Seconds(),
 		float64(size)/1e6/elapsed.Seconds())
 	say(label+"peak memory of the run: %s", peak)
-	for _, c := range []reconcile.Class{reconcile.Confirmed, reconcile.Duplicated, reconcile.Missing, reconcile.Pending, reconcile.Mismatched, reconcile.Unexpected} {
+	for _, c := range []reconcile.Class{reconcile.ClassConfirmed, reconcile.ClassDuplicated, reconcile.ClassMissing, reconcile.ClassPending, reconcile.ClassMismatched, reconcile.ClassUnexpected} {
 		mark := "ok"
 		if counts[string(c)] != want[c] {
 			mark = "DIFFERS"

@@ -127,7 +127,7 @@ func (a *app) benchAnchors(ctx context.Context, in anchorInputs) error {
 	}
 	if duck != nil {
 		say("  DuckDB's classes (its simpler rules; a difference is reported, not an error):")
-		for _, c := range []reconcile.Class{reconcile.Confirmed, reconcile.Duplicated, reconcile.Missing, reconcile.Pending, reconcile.Mismatched, reconcile.Unexpected} {
+		for _, c := range []reconcile.Class{reconcile.ClassConfirmed, reconcile.ClassDuplicated, reconcile.ClassMissing, reconcile.ClassPending, reconcile.ClassMismatched, reconcile.ClassUnexpected} {
 			got, want := duck.Counts[string(c)], in.want[c]
 			mark := "same"
 			if got != want {

@@ -122,7 +122,7 @@ func TestBenchAnchorsOnSQLite(t *testing.T) {
 	// built with: were they to differ, it would no longer be doing the
 	// run's work, and its time no anchor.
 	want := fixtures.NewWorld(2000, fixtures.DefaultRates, 1).Want
-	for _, c := range []reconcile.Class{reconcile.Confirmed, reconcile.Duplicated, reconcile.Missing, reconcile.Pending, reconcile.Mismatched, reconcile.Unexpected} {
+	for _, c := range []reconcile.Class{reconcile.ClassConfirmed, reconcile.ClassDuplicated, reconcile.ClassMissing, reconcile.ClassPending, reconcile.ClassMismatched, reconcile.ClassUnexpected} {
 		if line := fmt.Sprintf("    %-10s duckdb %8d  built %8d  same\n", c, want[c], want[c]); !strings.Contains(anchors, line) {
 			t.Errorf("DuckDB did not print %d %s:\n%s", want[c], c, anchors)
 		}

@@ -34,17 +34,17 @@ func TestBenchSecondNightFindsBothNightsAsBuilt(t *testing.T) {
 	// open still, and its pending ones are missing on the next day.
 	first := fixtures.NewWorld(3000, fixtures.DefaultRates, 7).Want
 	second := fixtures.NewWorld(1000, fixtures.DefaultRates, 7).Want
-	if first[reconcile.Pending] == 0 || first[reconcile.Duplicated] == 0 || first[reconcile.Mismatched] == 0 {
+	if first[reconcile.ClassPending] == 0 || first[reconcile.ClassDuplicated] == 0 || first[reconcile.ClassMismatched] == 0 {
 		t.Fatalf("the first world leaves too little open to test: %v", first)
 	}
 	night2 := out[strings.Index(out, "night 2: "):]
 	for c, want := range map[reconcile.Class]int{
-		reconcile.Confirmed:  second[reconcile.Confirmed],
-		reconcile.Duplicated: second[reconcile.Duplicated] + first[reconcile.Duplicated],
-		reconcile.Missing:    second[reconcile.Missing] + first[reconcile.Missing] + first[reconcile.Pending],
-		reconcile.Pending:    second[reconcile.Pending],
-		reconcile.Mismatched: second[reconcile.Mismatched] + first[reconcile.Mismatched],
-		reconcile.Unexpected: second[reconcile.Unexpected],
+		reconcile.ClassConfirmed:  second[reconcile.ClassConfirmed],
+		reconcile.ClassDuplicated: second[reconcile.ClassDuplicated] + first[reconcile.ClassDuplicated],
+		reconcile.ClassMissing:    second[reconcile.ClassMissing] + first[reconcile.ClassMissing] + first[reconcile.ClassPending],
+		reconcile.ClassPending:    second[reconcile.ClassPending],
+		reconcile.ClassMismatched: second[reconcile.ClassMismatched] + first[reconcile.ClassMismatched],
+		reconcile.ClassUnexpected: second[reconcile.ClassUnexpected],
 	} {
 		if line := fmt.Sprintf("  %-10s found %8d ", c, want); !strings.Contains(night2, line) {
 			t.Errorf("night 2 did not find %d %s:\n%s", want, c, night2)

@@ -64,7 +64,7 @@ func testMultiFormatWorld(t *testing.T, l *ledgerdbtest.Ledger) {
 	}
 	var built, got []string
 	for _, f := range w.Findings {
-		if f.Class != reconcile.Confirmed {
+		if f.Class != reconcile.ClassConfirmed {
 			built = append(built, line(string(f.Class), f.EffectKey, f.Provider, f.Currency, f.ExpectedMinor, f.ObservedMinor,
 				slices.Clone(f.Transactions), slices.Clone(f.Compensate), slices.Clone(f.Related)))
 		}
@@ -72,7 +72,7 @@ func testMultiFormatWorld(t *testing.T, l *ledgerdbtest.Ledger) {
 	for _, d := range r.Discrepancies {
 		var comps []string
 		for _, a := range d.Actions {
-			if a.Kind == string(reconcile.Compensate) {
+			if a.Kind == string(reconcile.ActionCompensate) {
 				comps = append(comps, a.Target)
 			}
 		}

@@ -155,9 +155,9 @@ func printEscalations(tw io.Writer, es []job.EscalationView) {
 	for _, e := range es {
 		status := string(e.Status)
 		switch e.Status {
-		case reconcile.EscalationResolved:
+		case reconcile.EscalationStatusResolved:
 			status += " by " + e.ResolvedBy
-		case reconcile.EscalationAcknowledged:
+		case reconcile.EscalationStatusAcknowledged:
 			status += " by " + e.AcknowledgedBy
 		}
 		paged := stamp(e.PagedAt)
@@ -275,7 +275,7 @@ Example:
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res := reconcile.Resolution(as)
-			if res != reconcile.ResolvedConfirmed && res != reconcile.ResolvedAbandoned && res != reconcile.ResolvedCompensated {
+			if res != reconcile.ResolutionConfirmed && res != reconcile.ResolutionAbandoned && res != reconcile.ResolutionCompensated {
 				return usageError("--as %q: want confirmed, abandoned or compensated", as)
 			}
 			if strings.TrimSpace(note) == "" {

@@ -137,7 +137,7 @@ Example:
 			if err != nil {
 				return err
 			}
-			if run.Status != reconcile.RunSucceeded || len(run.Result) == 0 {
+			if run.Status != reconcile.RunStatusSucceeded || len(run.Result) == 0 {
 				return usageError("run %s is %s: it has no result to export", runID, run.Status)
 			}
 			var res report.Result

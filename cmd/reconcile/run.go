@@ -243,7 +243,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	}
 	if res.NeedsPerson() {
 		err := fmt.Errorf("run %s: %d mismatched, %d escalated, %d unexpected: a person should look",
-			p.ID, res.Counts[string(reconcile.Mismatched)], res.Counts[string(reconcile.Escalated)], res.Counts[string(reconcile.Unexpected)])
+			p.ID, res.Counts[string(reconcile.ClassMismatched)], res.Counts[string(reconcile.ClassEscalated)], res.Counts[string(reconcile.ClassUnexpected)])
 		if code == exitOK {
 			a.log.Warn(err.Error()) // said, not failed: --findings-exit-code 0
 			return nil

@@ -112,9 +112,9 @@ func listRuns(ctx context.Context, store ledgerdb.Store, limit int) ([]runRow, e
 		json.Unmarshal(r.Args, &args) // what a run was asked; nothing when unreadable
 		row.Applied = args.Apply
 		switch r.Status {
-		case reconcile.RunFailed:
+		case reconcile.RunStatusFailed:
 			row.ExitStatus = intPtr(exitFailure)
-		case reconcile.RunSucceeded:
+		case reconcile.RunStatusSucceeded:
 			full, err := store.RunGet(ctx, r.ID)
 			if err != nil {
 				return nil, err
@@ -146,7 +146,7 @@ func latestRun(ctx context.Context, store ledgerdb.Store) (string, error) {
 		return "", err
 	}
 	for _, r := range runs {
-		if r.Status != reconcile.RunRunning {
+		if r.Status != reconcile.RunStatusRunning {
 			return r.ID, nil
 		}
 	}

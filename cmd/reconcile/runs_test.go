@@ -68,7 +68,7 @@ func TestRunsListsTheLatestRunsAndExportTakesTheLatest(t *testing.T) {
 	if _, err := store.RunStart(ctx, &ledgerdb.StartRunParams{ID: "rec_failed", Args: json.RawMessage(`{"apply": true}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "rec_failed", Status: reconcile.RunFailed}); err != nil {
+	if _, err := store.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "rec_failed", Status: reconcile.RunStatusFailed}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.RunStart(ctx, &ledgerdb.StartRunParams{ID: "rec_running", Args: json.RawMessage(`{"apply": false}`)}); err != nil {

@@ -158,7 +158,7 @@ func TestOnCallTablesEscapeControlCharacters(t *testing.T) {
 	if _, err := store.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: key + ":redeliver", Fence: c.Claim.Fence, Owner: "host" + forged, Error: "provider said " + forged}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.EscalationOpen(ctx, &ledgerdb.EscalateParams{Key: key + ":escalate:mismatched", Subject: key, Class: reconcile.Mismatched,
+	if _, err := store.EscalationOpen(ctx, &ledgerdb.EscalateParams{Key: key + ":escalate:mismatched", Subject: key, Class: reconcile.ClassMismatched,
 		Reason: "reason " + forged, RunID: "run_1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestOnCallTablesFitATerminal(t *testing.T) {
 	store := l.Open(t, nil)
 	long := strings.Repeat("the provider answered something long and detailed; ", 12)
 	if _, err := store.EscalationOpen(context.Background(), &ledgerdb.EscalateParams{Key: "shop:charge:1:escalate:mismatched", Subject: "shop:charge:1",
-		Class: reconcile.Mismatched, Reason: long, RunID: "rec_1"}); err != nil {
+		Class: reconcile.ClassMismatched, Reason: long, RunID: "rec_1"}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := reconcileCmd(t, "escalations", "--ledger", l.URL)

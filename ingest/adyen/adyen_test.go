@@ -42,7 +42,7 @@ func parseString(in string, opt Options) ([]ingesttest.Call, error) {
 }
 
 func TestGolden(t *testing.T) {
-	ingesttest.GoldenFiles(t, "testdata/*.csv", ingesttest.LinedCalls, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+	ingesttest.GoldenFiles(t, "testdata/*.csv", ingesttest.FormatLinedCalls, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
 		if !Detect(filepath.Base(path), in) {
 			t.Errorf("Detect(%s) = false", path)
 		}

@@ -24,7 +24,7 @@ func parseString(doc string) (*ingesttest.Recorder, error) {
 }
 
 func TestGolden(t *testing.T) {
-	ingesttest.GoldenFiles(t, "testdata/*.xml", ingesttest.Ops, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+	ingesttest.GoldenFiles(t, "testdata/*.xml", ingesttest.FormatOps, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
 		if !Detect(filepath.Base(path), in) {
 			t.Errorf("Detect(%s) = false, want true", path)
 		}

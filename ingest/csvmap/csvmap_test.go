@@ -35,7 +35,7 @@ func parse(m *Mapping, in string) (*ingesttest.Recorder, error) {
 }
 
 func TestGolden(t *testing.T) {
-	ingesttest.GoldenFiles(t, "testdata/*.csv", ingesttest.Ops, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+	ingesttest.GoldenFiles(t, "testdata/*.csv", ingesttest.FormatOps, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
 		m := mustMapping(t, string(ingesttest.ReadFile(t, strings.TrimSuffix(path, ".csv")+".json")))
 		if Detect(filepath.Base(path), in) {
 			t.Errorf("Detect(%s) = true, want false", path)

@@ -20,7 +20,7 @@ func Check(t *testing.T, in []byte, provider string, parse func(reconcile.RowSin
 	t.Helper()
 	calls, err := Run(parse)
 	again, err2 := Run(parse)
-	if first, second := Render(LinedCalls, calls, err), Render(LinedCalls, again, err2); !bytes.Equal(first, second) {
+	if first, second := Render(FormatLinedCalls, calls, err), Render(FormatLinedCalls, again, err2); !bytes.Equal(first, second) {
 		t.Fatalf("a second parse differs (-first +second):\n%s", cmp.Diff(string(first), string(second)))
 	}
 	lines := bytes.Count(in, []byte("\n")) + 1

@@ -20,16 +20,16 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 type Format int
 
 const (
-	// Calls is one {"call": …} object a line; evidence calls leave their
+	// FormatCalls is one {"call": …} object a line; evidence calls leave their
 	// line to the evidence (stripe).
-	Calls Format = iota
-	// LinedCalls is Calls with the line on evidence calls too (adyen,
+	FormatCalls Format = iota
+	// FormatLinedCalls is Calls with the line on evidence calls too (adyen,
 	// paypal).
-	LinedCalls
-	// Ops is one {"evidence"|"reject"|"ignore": …} object a line, with
+	FormatLinedCalls
+	// FormatOps is one {"evidence"|"reject"|"ignore": …} object a line, with
 	// "<" and "&" left as they are so that XML stays readable (camt,
 	// csvmap).
-	Ops
+	FormatOps
 )
 
 // Render writes the calls in format f, one JSON line each, and the parse
@@ -37,24 +37,24 @@ const (
 func Render(f Format, calls []Call, err error) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(f != Ops)
+	enc.SetEscapeHTML(f != FormatOps)
 	for _, c := range calls {
 		var v any = c
 		switch {
-		case f == Ops && c.Evidence != nil:
+		case f == FormatOps && c.Evidence != nil:
 			v = map[string]any{c.Call: c.Evidence}
-		case f == Ops && c.Call == "reject":
+		case f == FormatOps && c.Call == "reject":
 			v = map[string]any{c.Call: struct {
 				Line   int
 				Reason string
 				Raw    string
 			}{c.Line, c.Reason, c.Raw}}
-		case f == Ops:
+		case f == FormatOps:
 			v = map[string]any{c.Call: struct {
 				Line   int
 				Reason string
 			}{c.Line, c.Reason}}
-		case f == Calls && c.Evidence != nil:
+		case f == FormatCalls && c.Evidence != nil:
 			c.Line = 0
 			v = c
 		}

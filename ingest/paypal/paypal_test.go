@@ -27,7 +27,7 @@ func parseString(in string) ([]ingesttest.Call, error) {
 }
 
 func TestGolden(t *testing.T) {
-	ingesttest.GoldenFiles(t, "testdata/stl_*", ingesttest.LinedCalls, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
+	ingesttest.GoldenFiles(t, "testdata/stl_*", ingesttest.FormatLinedCalls, func(t *testing.T, path string, in []byte) ([]ingesttest.Call, error) {
 		if !Detect(filepath.Base(path), in) {
 			t.Errorf("Detect(%s) = false", path)
 		}

@@ -61,7 +61,7 @@ func TestGolden(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
 			calls, err := run(tc.parse, ingesttest.ReadFile(t, path))
-			ingesttest.Golden(t, path+".golden", ingesttest.Calls, calls, err)
+			ingesttest.Golden(t, path+".golden", ingesttest.FormatCalls, calls, err)
 		})
 	}
 }

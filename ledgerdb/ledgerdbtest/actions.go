@@ -22,7 +22,7 @@ func compensation() *ledgerdb.RecordParams {
 func testClaimWritesCompensationRow(e *env) {
 	e.record("r:charge:0", chargeReq)
 	r, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "a", TTL: Lease, Effect: compensation()})
-	if err != nil || r.Outcome != reconcile.Claimed {
+	if err != nil || r.Outcome != reconcile.ClaimOutcomeClaimed {
 		e.t.Fatalf("Claim with effect = %v, %v; want claimed", r, err)
 	}
 	got := e.effect(compKey)
@@ -32,7 +32,7 @@ func testClaimWritesCompensationRow(e *env) {
 	// Taking the action over after the lease records nothing new.
 	e.clock.Advance(Lease)
 	r, err = e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: "b", TTL: Lease, Effect: compensation()})
-	if err != nil || r.Outcome != reconcile.Claimed || r.Claim.Fence != 2 {
+	if err != nil || r.Outcome != reconcile.ClaimOutcomeClaimed || r.Claim.Fence != 2 {
 		e.t.Fatalf("second Claim = %+v, %v; want claimed with fence 2", r, err)
 	}
 	if again := e.effect(compKey); !again.CreatedAt.Equal(got.CreatedAt) {
@@ -64,7 +64,7 @@ func testSettleConfirmsOnlyWhenWritten(e *env) {
 	e.record("r:charge:0", chargeReq)
 	claim := func(owner string) int64 {
 		r, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: compKey, Owner: owner, TTL: Lease, Effect: compensation()})
-		if err != nil || r.Outcome != reconcile.Claimed {
+		if err != nil || r.Outcome != reconcile.ClaimOutcomeClaimed {
 			e.t.Fatalf("Claim = %v, %v", r, err)
 		}
 		return r.Claim.Fence
@@ -80,13 +80,13 @@ func testSettleConfirmsOnlyWhenWritten(e *env) {
 	stale := claim("a")
 	e.clock.Advance(Lease)
 	live := claim("b")
-	if r := settle(stale, "re_stale"); r.Outcome != reconcile.Superseded || r.Orphan == nil {
+	if r := settle(stale, "re_stale"); r.Outcome != reconcile.WriteOutcomeSuperseded || r.Orphan == nil {
 		e.t.Fatalf("stale settle = %+v, want superseded with an orphan", r)
 	}
 	if got := e.effect(compKey); got.Status != reconcile.StatusAttempted {
 		e.t.Errorf("a superseded settle confirmed the effect: %s %s", got.Status, got.ExternalID)
 	}
-	if r := settle(live, "re_live"); r.Outcome != reconcile.Written {
+	if r := settle(live, "re_live"); r.Outcome != reconcile.WriteOutcomeWritten {
 		e.t.Fatalf("live settle = %s, want written", r.Outcome)
 	}
 	if got := e.effect(compKey); got.Status != reconcile.StatusConfirmed || got.ExternalID != "re_live" {
@@ -98,9 +98,9 @@ func testSettleConfirmsOnlyWhenWritten(e *env) {
 // that comes back is opened again, under the next generation.
 func testEscalationOpensOnce(e *env) {
 	e.record("r:charge:0", chargeReq)
-	p := &ledgerdb.EscalateParams{Key: compKey + ":escalate:escalated", Subject: compKey, Class: reconcile.Escalated, Reason: "in doubt", RunID: "rec_1"}
+	p := &ledgerdb.EscalateParams{Key: compKey + ":escalate:escalated", Subject: compKey, Class: reconcile.ClassEscalated, Reason: "in doubt", RunID: "rec_1"}
 	first, err := e.store.EscalationOpen(e.ctx, p)
-	if err != nil || !first.Opened || first.Escalation.Generation != 1 || first.Escalation.Status != reconcile.EscalationOpen {
+	if err != nil || !first.Opened || first.Escalation.Generation != 1 || first.Escalation.Status != reconcile.EscalationStatusOpen {
 		e.t.Fatalf("first Escalate = %+v, %v; want opened, generation 1", first, err)
 	}
 	p.RunID = "rec_2"
@@ -116,7 +116,7 @@ func testEscalationOpensOnce(e *env) {
 		e.t.Fatalf("open escalations = %+v, %v; want one, paged", open, err)
 	}
 	// Resolving the parent effect closes the escalations of its compensations.
-	res, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedCompensated, Note: "refunded by hand", By: "ana"})
+	res, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolutionCompensated, Note: "refunded by hand", By: "ana"})
 	if err != nil || len(res.Closed) != 1 || res.Closed[0].ResolvedBy != "ana" {
 		e.t.Fatalf("Resolve = %+v, %v; want one escalation closed by ana", res, err)
 	}
@@ -141,14 +141,14 @@ func testEscalationOpensOnce(e *env) {
 func testResolveAbandonsAndClosesScope(e *env) {
 	e.record("r:charge:0", chargeReq)
 	e.record("r:charge:1", chargeReq)
-	res, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedAbandoned, Note: "customer cancelled", By: "ana"})
+	res, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolutionAbandoned, Note: "customer cancelled", By: "ana"})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if res.Effect.Status != reconcile.StatusAbandoned {
 		e.t.Errorf("resolved as abandoned: status %s, want abandoned", res.Effect.Status)
 	}
-	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:1", As: reconcile.ResolvedConfirmed, Note: "seen in dashboard",
+	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:1", As: reconcile.ResolutionConfirmed, Note: "seen in dashboard",
 		By: "ana", ExternalID: "pi_9"}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func testResolveAbandonsAndClosesScope(e *env) {
 	if err != nil || len(states) != 2 || states["r:charge:0"].Class != reconcile.ClassResolved || !states["r:charge:0"].Final {
 		e.t.Errorf("EffectStates = %+v, %v; want two final resolved states", states, err)
 	}
-	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:nope", As: reconcile.ResolvedAbandoned, By: "ana"}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:nope", As: reconcile.ResolutionAbandoned, By: "ana"}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Resolve of an unknown effect: err = %v, want ErrNotFound", err)
 	}
 }
@@ -185,17 +185,17 @@ func testStateSinceFollowsClassChanges(e *env) {
 		return st["r:charge:0"]
 	}
 	start := e.clock.Now()
-	run("run_1", reconcile.Deferred)
+	run("run_1", reconcile.ClassDeferred)
 	e.clock.Advance(Lease)
-	if st := run("run_2", reconcile.Deferred); !st.Since.Equal(start) || !st.ClassifiedAt.Equal(e.clock.Now()) {
+	if st := run("run_2", reconcile.ClassDeferred); !st.Since.Equal(start) || !st.ClassifiedAt.Equal(e.clock.Now()) {
 		e.t.Errorf("deferred twice: since %v classified %v; want since %v", st.Since, st.ClassifiedAt, start)
 	}
 	e.clock.Advance(Lease)
-	if st := run("run_3", reconcile.Missing); !st.Since.Equal(e.clock.Now()) {
+	if st := run("run_3", reconcile.ClassMissing); !st.Since.Equal(e.clock.Now()) {
 		e.t.Errorf("class changed: since %v, want %v", st.Since, e.clock.Now())
 	}
 	hist, err := e.store.FindingListByEffect(e.ctx, "r:charge:0")
-	if err != nil || len(hist) != 3 || hist[0].RunID != "run_1" || hist[2].Class != reconcile.Missing {
+	if err != nil || len(hist) != 3 || hist[0].RunID != "run_1" || hist[2].Class != reconcile.ClassMissing {
 		e.t.Errorf("EffectFindings = %+v, %v; want three findings, oldest first", hist, err)
 	}
 }
@@ -255,8 +255,8 @@ func testCompensatedDuplicateIsFinal(e *env) {
 		e.t.Fatal(err)
 	}
 	dup := func(key string, o reconcile.Outcome) reconcile.Discrepancy {
-		return reconcile.Discrepancy{Class: reconcile.Duplicated, EffectKey: key, Provider: "stripe",
-			Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: key + ":compensate:ch_x", Outcome: o}}}
+		return reconcile.Discrepancy{Class: reconcile.ClassDuplicated, EffectKey: key, Provider: "stripe",
+			Actions: []reconcile.Action{{Kind: reconcile.ActionCompensate, Key: key + ":compensate:ch_x", Outcome: o}}}
 	}
 	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_1",
 		Discrepancies: []reconcile.Discrepancy{dup("r:charge:0", reconcile.OutcomeApplied), dup("r:charge:1", reconcile.OutcomeDeferred)}}); err != nil {
@@ -271,26 +271,26 @@ func testCompensatedDuplicateIsFinal(e *env) {
 // acknowledged once resolved.
 func testAcknowledgeEscalation(e *env) {
 	e.record("r:charge:0", chargeReq)
-	p := &ledgerdb.EscalateParams{Key: "r:charge:0:escalate:mismatched", Subject: "r:charge:0", Class: reconcile.Mismatched, Reason: "moved", RunID: "rec_1"}
+	p := &ledgerdb.EscalateParams{Key: "r:charge:0:escalate:mismatched", Subject: "r:charge:0", Class: reconcile.ClassMismatched, Reason: "moved", RunID: "rec_1"}
 	if _, err := e.store.EscalationOpen(e.ctx, p); err != nil {
 		e.t.Fatal(err)
 	}
 	ack := &ledgerdb.AcknowledgeParams{Key: p.Key, By: "ana"}
 	got, err := e.store.EscalationAcknowledge(e.ctx, ack)
-	if err != nil || got.Status != reconcile.EscalationAcknowledged || got.AcknowledgedBy != "ana" || !got.AcknowledgedAt.Equal(e.clock.Now()) {
+	if err != nil || got.Status != reconcile.EscalationStatusAcknowledged || got.AcknowledgedBy != "ana" || !got.AcknowledgedAt.Equal(e.clock.Now()) {
 		e.t.Fatalf("Acknowledge = %+v, %v; want acknowledged by ana now", got, err)
 	}
 	e.clock.Advance(Lease)
 	if again, err := e.store.EscalationAcknowledge(e.ctx, &ledgerdb.AcknowledgeParams{Key: p.Key, By: "bo"}); err != nil || again.AcknowledgedBy != "ana" {
 		e.t.Errorf("second Acknowledge = %+v, %v; want the first one kept", again, err)
 	}
-	if r, err := e.store.EscalationOpen(e.ctx, p); err != nil || r.Opened || r.Escalation.Status != reconcile.EscalationAcknowledged {
+	if r, err := e.store.EscalationOpen(e.ctx, p); err != nil || r.Opened || r.Escalation.Status != reconcile.EscalationStatusAcknowledged {
 		e.t.Errorf("Escalate of an acknowledged escalation = %+v, %v; want it as it is", r, err)
 	}
 	if open, _ := e.store.EscalationList(e.ctx, &ledgerdb.EscalationsParams{Open: true}); len(open) != 1 {
 		e.t.Errorf("an acknowledged escalation is not listed as open: %+v", open)
 	}
-	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolvedConfirmed, Note: "ok", By: "ana"}); err != nil {
+	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:charge:0", As: reconcile.ResolutionConfirmed, Note: "ok", By: "ana"}); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.store.EscalationAcknowledge(e.ctx, ack); !errors.Is(err, reconcile.ErrInvalidTransition) {

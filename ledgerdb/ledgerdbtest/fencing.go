@@ -21,14 +21,14 @@ func testStaleFailureCannotUndoCompleted(e *env) {
 	e.settle(action, fresh, true, `{"refund":"re_B"}`)
 
 	stale := e.settle(action, slow, false, "provider outage")
-	if stale.Outcome != reconcile.Superseded {
+	if stale.Outcome != reconcile.WriteOutcomeSuperseded {
 		e.t.Fatalf("stale failure: outcome %s, want superseded", stale.Outcome)
 	}
-	if c := e.claimOf(action); c.State != reconcile.ClaimDone {
+	if c := e.claimOf(action); c.State != reconcile.ClaimStateDone {
 		e.t.Errorf("state after the stale failure = %s, want done: the refund B made must survive", c.State)
 	}
 	// ...and the action must not be re-opened for a second refund.
-	if r := e.claim(action, "C"); r.Outcome != reconcile.Done {
+	if r := e.claim(action, "C"); r.Outcome != reconcile.ClaimOutcomeDone {
 		e.t.Errorf("claim after the stale failure = %s, want done", r.Outcome)
 	}
 }
@@ -40,7 +40,7 @@ func testStaleCompletionCannotOverwrite(e *env) {
 	e.settle(action, fresh, true, `{"refund":"re_B"}`)
 
 	stale := e.settle(action, slow, true, `{"refund":"re_A"}`)
-	if stale.Outcome != reconcile.Superseded {
+	if stale.Outcome != reconcile.WriteOutcomeSuperseded {
 		e.t.Fatalf("stale completion: outcome %s, want superseded", stale.Outcome)
 	}
 	c := e.claimOf(action)
@@ -58,12 +58,12 @@ func testStaleWriteRejectedWhenNewerFailed(e *env) {
 
 	for _, success := range []bool{false, true} {
 		r := e.settle(action, slow, success, `{"refund":"re_A"}`)
-		if r.Outcome != reconcile.Superseded {
+		if r.Outcome != reconcile.WriteOutcomeSuperseded {
 			e.t.Errorf("stale settle (success %v) after the newer attempt failed: outcome %s, want superseded", success, r.Outcome)
 		}
 	}
 	c := e.claimOf(action)
-	if c.State != reconcile.ClaimFailed || c.Fence != fresh || c.Error != "card declined" {
+	if c.State != reconcile.ClaimStateFailed || c.Fence != fresh || c.Error != "card declined" {
 		e.t.Errorf("claim = %s fence %d error %q; want failed fence %d \"card declined\"", c.State, c.Fence, c.Error, fresh)
 	}
 	if next := e.claimed(action, "C"); next != fresh+1 {
@@ -83,7 +83,7 @@ func testSecondSettleSameToken(e *env) {
 		e.t.Errorf("renew after settle: error %v, want ErrAlreadySettled", err)
 	}
 	c := e.claimOf(action)
-	if c.State != reconcile.ClaimDone {
+	if c.State != reconcile.ClaimStateDone {
 		e.t.Errorf("state = %s, want done", c.State)
 	}
 	jsonEqual(e.t, c.Result, `{"refund":"re_A"}`)
@@ -99,7 +99,7 @@ func testUnknownToken(e *env) {
 			e.t.Errorf("renew with token %d: error %v, want ErrUnknownFence", bad, err)
 		}
 	}
-	if c := e.claimOf(action); c.State != reconcile.ClaimHeld || c.Fence != f || c.Result != nil {
+	if c := e.claimOf(action); c.State != reconcile.ClaimStateHeld || c.Fence != f || c.Result != nil {
 		e.t.Errorf("claim after unknown tokens = %s fence %d result %s; want held fence %d no result", c.State, c.Fence, c.Result, f)
 	}
 	orphans, err := e.store.OrphanList(e.ctx)
@@ -113,7 +113,7 @@ func testUnknownToken(e *env) {
 func testOutlivesLease(e *env) {
 	slow := e.claimed(action, "A")
 	e.clock.Advance(Lease / 2)
-	if r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.Written {
+	if r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.WriteOutcomeWritten {
 		e.t.Fatalf("renew within the lease = %v, %v; want written", r, err)
 	}
 	e.clock.Advance(Lease) // the call hangs; the renewed lease runs out
@@ -121,17 +121,17 @@ func testOutlivesLease(e *env) {
 	e.settle(action, fresh, true, `{"refund":"re_B"}`)
 	e.clock.Advance(40 * time.Second)
 
-	if r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.Superseded {
+	if r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: slow, TTL: Lease}); err != nil || r.Outcome != reconcile.WriteOutcomeSuperseded {
 		e.t.Errorf("late renew = %v, %v; want superseded", r, err)
 	}
-	if r := e.settle(action, slow, false, "context deadline exceeded"); r.Outcome != reconcile.Superseded {
+	if r := e.settle(action, slow, false, "context deadline exceeded"); r.Outcome != reconcile.WriteOutcomeSuperseded {
 		e.t.Errorf("late failure = %s, want superseded", r.Outcome)
 	}
 	c := e.claimOf(action)
-	if c.State != reconcile.ClaimDone || c.Fence != fresh {
+	if c.State != reconcile.ClaimStateDone || c.Fence != fresh {
 		e.t.Errorf("claim = %s fence %d, want done fence %d", c.State, c.Fence, fresh)
 	}
-	if r := e.claim(action, "C"); r.Outcome != reconcile.Done || r.Claim.Fence != fresh {
+	if r := e.claim(action, "C"); r.Outcome != reconcile.ClaimOutcomeDone || r.Claim.Fence != fresh {
 		e.t.Errorf("claim after = %s fence %d, want done fence %d", r.Outcome, r.Claim.Fence, fresh)
 	}
 }
@@ -145,7 +145,7 @@ func testOrphan(e *env) {
 	e.settle(action, fresh, true, `{"refund":"re_B"}`)
 
 	r := e.settle(action, slow, true, `{"refund":"re_A"}`)
-	if r.Outcome != reconcile.Superseded || r.Orphan == nil {
+	if r.Outcome != reconcile.WriteOutcomeSuperseded || r.Orphan == nil {
 		e.t.Fatalf("superseded success = %s orphan %v, want superseded with an orphan", r.Outcome, r.Orphan)
 	}
 	orphans, err := e.store.OrphanList(e.ctx)
@@ -156,7 +156,7 @@ func testOrphan(e *env) {
 		e.t.Fatalf("Orphans = %d rows, want 1", len(orphans))
 	}
 	o := orphans[0]
-	if o.Key != action || o.StaleFence != slow || o.CurrentFence != fresh || o.CurrentState != reconcile.ClaimDone || o.CurrentOwner != "B" {
+	if o.Key != action || o.StaleFence != slow || o.CurrentFence != fresh || o.CurrentState != reconcile.ClaimStateDone || o.CurrentOwner != "B" {
 		e.t.Errorf("orphan = %+v; want key %s stale fence %d current fence %d done by B", o, action, slow, fresh)
 	}
 	jsonEqual(e.t, o.StaleResult, `{"refund":"re_A"}`)
@@ -195,9 +195,9 @@ func testConcurrentClaims(e *env) {
 	owners := 0
 	for _, r := range results {
 		switch r.Outcome {
-		case reconcile.Claimed:
+		case reconcile.ClaimOutcomeClaimed:
 			owners++
-		case reconcile.InFlight:
+		case reconcile.ClaimOutcomeInFlight:
 		default:
 			e.t.Errorf("claim outcome %s, want claimed or in_flight", r.Outcome)
 		}
@@ -227,11 +227,11 @@ func testSettleUnknownKey(e *env) {
 
 func testNoDeadline(e *env) {
 	r := e.claimTTL(action, "A", 0)
-	if r.Outcome != reconcile.Claimed || !r.Claim.LeaseUntil.IsZero() {
+	if r.Outcome != reconcile.ClaimOutcomeClaimed || !r.Claim.LeaseUntil.IsZero() {
 		e.t.Fatalf("claim with no deadline = %s until %v, want claimed with no deadline", r.Outcome, r.Claim.LeaseUntil)
 	}
 	e.clock.Advance(24 * 365 * time.Hour)
-	if r := e.claim(action, "B"); r.Outcome != reconcile.InFlight || r.Claim.Owner != "A" {
+	if r := e.claim(action, "B"); r.Outcome != reconcile.ClaimOutcomeInFlight || r.Claim.Owner != "A" {
 		e.t.Errorf("claim a year later = %s by %s, want in_flight held by A", r.Outcome, r.Claim.Owner)
 	}
 }
@@ -240,7 +240,7 @@ func testInFlightNoBump(e *env) {
 	f := e.claimed(action, "A")
 	e.clock.Advance(Lease - time.Second)
 	for range 3 {
-		if r := e.claim(action, "B"); r.Outcome != reconcile.InFlight || r.Claim.Fence != f {
+		if r := e.claim(action, "B"); r.Outcome != reconcile.ClaimOutcomeInFlight || r.Claim.Fence != f {
 			e.t.Errorf("claim of a live lease = %s fence %d, want in_flight fence %d", r.Outcome, r.Claim.Fence, f)
 		}
 	}
@@ -254,11 +254,11 @@ func testRenew(e *env) {
 	f := e.claimed(action, "A")
 	e.clock.Advance(Lease - 10*time.Second)
 	r, err := e.store.ClaimRenew(e.ctx, &ledgerdb.RenewParams{Key: action, Fence: f, TTL: Lease})
-	if err != nil || r.Outcome != reconcile.Written || !r.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
+	if err != nil || r.Outcome != reconcile.WriteOutcomeWritten || !r.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
 		e.t.Fatalf("Renew = %+v, %v; want written until %v", r, err, e.clock.Now().Add(Lease))
 	}
 	e.clock.Advance(Lease - time.Second)
-	if r := e.claim(action, "B"); r.Outcome != reconcile.InFlight {
+	if r := e.claim(action, "B"); r.Outcome != reconcile.ClaimOutcomeInFlight {
 		e.t.Errorf("claim within the renewed lease = %s, want in_flight", r.Outcome)
 	}
 	e.clock.Advance(time.Second)
@@ -271,7 +271,7 @@ func testFailedReclaim(e *env) {
 	f := e.claimed(action, "A")
 	e.settle(action, f, false, "timeout")
 	r := e.claim(action, "B")
-	if r.Outcome != reconcile.Claimed || r.Claim.Fence != f+1 || r.Claim.Owner != "B" || r.Claim.Error != "" {
+	if r.Outcome != reconcile.ClaimOutcomeClaimed || r.Claim.Fence != f+1 || r.Claim.Owner != "B" || r.Claim.Error != "" {
 		e.t.Errorf("claim after a failure = %s fence %d owner %s error %q; want claimed fence %d by B, error cleared", r.Outcome, r.Claim.Fence, r.Claim.Owner, r.Claim.Error, f+1)
 	}
 }
@@ -299,15 +299,15 @@ func testStaleWriteWhileNewOwnerHolds(e *env) {
 	e.clock.Advance(Lease)
 	fresh := e.claimed(action, "B")
 	for _, success := range []bool{false, true} {
-		if r := e.settle(action, slow, success, `{"refund":"re_A"}`); r.Outcome != reconcile.Superseded {
+		if r := e.settle(action, slow, success, `{"refund":"re_A"}`); r.Outcome != reconcile.WriteOutcomeSuperseded {
 			e.t.Errorf("stale settle (success %v) while B holds: outcome %s, want superseded", success, r.Outcome)
 		}
 	}
 	c := e.claimOf(action)
-	if c.State != reconcile.ClaimHeld || c.Owner != "B" || c.Fence != fresh || c.Result != nil {
+	if c.State != reconcile.ClaimStateHeld || c.Owner != "B" || c.Fence != fresh || c.Result != nil {
 		e.t.Errorf("claim after stale settles = %s by %s fence %d result %s; want held by B fence %d, no result", c.State, c.Owner, c.Fence, c.Result, fresh)
 	}
-	if r := e.settle(action, fresh, true, `{"refund":"re_B"}`); r.Outcome != reconcile.Written {
+	if r := e.settle(action, fresh, true, `{"refund":"re_B"}`); r.Outcome != reconcile.WriteOutcomeWritten {
 		e.t.Errorf("B's settle = %s, want written", r.Outcome)
 	}
 }

@@ -29,11 +29,11 @@ func testScopeFollowsOpenEffectsAndNewEvidence(e *env) {
 		e.t.Fatal(err)
 	}
 	conf := func(key, id string) reconcile.Discrepancy {
-		return reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: key, Provider: "stripe",
+		return reconcile.Discrepancy{Class: reconcile.ClassConfirmed, EffectKey: key, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: id, Kind: reconcile.KindCharge}}}
 	}
 	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: []reconcile.Discrepancy{
-		conf("r:charge:0", "ch_0"), conf("r:charge:2", "ch_2"), {Class: reconcile.Missing, EffectKey: "r:charge:1", Provider: "stripe"},
+		conf("r:charge:0", "ch_0"), conf("r:charge:2", "ch_2"), {Class: reconcile.ClassMissing, EffectKey: "r:charge:1", Provider: "stripe"},
 	}}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func testFindingsConfirmAttemptedEffects(e *env) {
 	}
 	findings := []reconcile.Discrepancy{}
 	for i, key := range []string{"r:charge:0", "r:charge:1", "r:charge:2"} {
-		findings = append(findings, reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: key, Provider: "stripe",
+		findings = append(findings, reconcile.Discrepancy{Class: reconcile.ClassConfirmed, EffectKey: key, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: fmt.Sprintf("ch_%d", i), PaymentIntent: fmt.Sprintf("pi_%d", i), Kind: reconcile.KindCharge}}})
 	}
 	res, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: findings})
@@ -97,15 +97,15 @@ func testFindingsRoundTrip(e *env) {
 	}
 	e.record("r:charge:0", chargeReq)
 	want := []reconcile.Discrepancy{
-		{Class: reconcile.Duplicated, EffectKey: "r:charge:0", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1420000, ObservedMinor: 2840000,
+		{Class: reconcile.ClassDuplicated, EffectKey: "r:charge:0", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1420000, ObservedMinor: 2840000,
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "ch_a", Kind: reconcile.KindCharge, Amount: reconcile.Money{Minor: 1420000, Currency: "EUR"}, Records: 2, EffectKeys: []string{"r:charge:0"}},
 				{Provider: "stripe", ID: "ch_b", Kind: reconcile.KindCharge, Amount: reconcile.Money{Minor: 1420000, Currency: "EUR"}, Records: 1}},
-			Actions: []reconcile.Action{{Kind: reconcile.Compensate, Key: "r:charge:0:compensate:ch_b", Target: "ch_b", Outcome: reconcile.OutcomePlanned}},
+			Actions: []reconcile.Action{{Kind: reconcile.ActionCompensate, Key: "r:charge:0:compensate:ch_b", Target: "ch_b", Outcome: reconcile.OutcomePlanned}},
 			Reason:  "charge seen 2 times"},
-		{Class: reconcile.Unexpected, Provider: "stripe", Currency: "EUR", ObservedMinor: 5,
+		{Class: reconcile.ClassUnexpected, Provider: "stripe", Currency: "EUR", ObservedMinor: 5,
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "ch_u", Kind: reconcile.KindCharge}}, Reason: "no effect"},
 	}
-	confirmed := reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: "r:charge:9", Provider: "stripe"}
+	confirmed := reconcile.Discrepancy{Class: reconcile.ClassConfirmed, EffectKey: "r:charge:9", Provider: "stripe"}
 	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: append([]reconcile.Discrepancy{confirmed}, want...)}); err == nil {
 		e.t.Errorf("findings about an effect the ledger lacks were recorded")
 	}

@@ -125,7 +125,7 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 	}
 	var final []reconcile.Discrepancy
 	for _, k := range []string{"r:charge:12", "r:charge:13"} {
-		final = append(final, reconcile.Discrepancy{Class: reconcile.Confirmed, EffectKey: k, Provider: "stripe",
+		final = append(final, reconcile.Discrepancy{Class: reconcile.ClassConfirmed, EffectKey: k, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "x"}}})
 	}
 	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: final}); err != nil {
@@ -231,7 +231,7 @@ func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
 		e.t.Fatal(err)
 	}
 	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0",
-		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.Missing, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
+		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.ClassMissing, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
 		e.t.Fatal(err)
 	}
 	parts, _ := e.partitions(0, nil, nil)
@@ -248,7 +248,7 @@ func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
 		status  reconcile.Status
 		ext     string
 	}{
-		"r:charge:0": {`{"amount": 1000, "currency": "eur"}`, reconcile.Missing, reconcile.StatusAttempted, ""},
+		"r:charge:0": {`{"amount": 1000, "currency": "eur"}`, reconcile.ClassMissing, reconcile.StatusAttempted, ""},
 		"r:charge:1": {`{"amount": null, "currency": null}`, "", reconcile.StatusConfirmed, "re_1"},
 		"r:charge:2": {`["not", "an", "object"]`, "", reconcile.StatusAttempted, ""},
 	} {
@@ -323,8 +323,8 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 		e.t.Fatal(err)
 	}
 	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: []reconcile.Discrepancy{
-		{Class: reconcile.Missing, EffectKey: "r:charge:1", Provider: "stripe"},
-		{Class: reconcile.Confirmed, EffectKey: "r:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{{ID: "ch_2"}}},
+		{Class: reconcile.ClassMissing, EffectKey: "r:charge:1", Provider: "stripe"},
+		{Class: reconcile.ClassConfirmed, EffectKey: "r:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{{ID: "ch_2"}}},
 	}}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 			e.t.Fatal(err)
 		}
 		if _, err := other.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_x",
-			Discrepancies: []reconcile.Discrepancy{{Class: reconcile.Pending, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
+			Discrepancies: []reconcile.Discrepancy{{Class: reconcile.ClassPending, EffectKey: "r:charge:0", Provider: "stripe"}}}); err != nil {
 			e.t.Fatal(err)
 		}
 		return []ledgerdb.Confirmation{{Key: "r:charge:0", ExternalID: "pi_0"}, {Key: "r:charge:1"}, {Key: "r:charge:2"}, {Key: "r:charge:3", ExternalID: "pi_3"}}
@@ -365,7 +365,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 	}
 	for key, since := range map[string]time.Time{"r:charge:0": now, "r:charge:1": now, "r:charge:2": t0} {
 		st := states[key]
-		if st.Class != reconcile.Confirmed || !st.Final || st.RunID != "run_m" || !st.ClassifiedAt.Equal(now) || !st.Since.Equal(since) {
+		if st.Class != reconcile.ClassConfirmed || !st.Final || st.RunID != "run_m" || !st.ClassifiedAt.Equal(now) || !st.Since.Equal(since) {
 			e.t.Errorf("state of %s = %+v; want confirmed, final, by run_m at %v, since %v", key, st, now, since)
 		}
 	}
@@ -447,8 +447,8 @@ func testRunResult(e *env) {
 		e.t.Fatal(err)
 	}
 	result := "{\"reason\": \"a \\\"quoted\\\" C:\\\\path,\\ttab and\\nline\",\n\t\"inputs\": [{\"uri\": \"s3://b/k\\u00e9\"}], \"n\": 12345678901234}"
-	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(result)})
-	if err != nil || r.Status != reconcile.RunSucceeded || r.ID != "run_1" {
+	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusSucceeded, Result: json.RawMessage(result)})
+	if err != nil || r.Status != reconcile.RunStatusSucceeded || r.ID != "run_1" {
 		e.t.Fatalf("FinishRun = %+v, %v", r, err)
 	}
 	jsonEqual(e.t, r.Result, result)
@@ -460,7 +460,7 @@ func testRunResult(e *env) {
 	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_2"}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); err != nil {
+	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunStatusFailed}); err != nil {
 		e.t.Fatal(err)
 	}
 	if got, err := e.store.RunGet(e.ctx, "run_2"); err != nil || got.Result != nil {
@@ -473,7 +473,7 @@ func testRunResult(e *env) {
 // work (SQLite's handle has one connection, which the matching holds).
 func testRenewWhileMatching(e *env) {
 	c, err := e.store.ClaimAcquire(e.ctx, &ledgerdb.ClaimParams{Key: "lease:run", Owner: "run:1", TTL: Lease})
-	if err != nil || c.Outcome != reconcile.Claimed {
+	if err != nil || c.Outcome != reconcile.ClaimOutcomeClaimed {
 		e.t.Fatalf("Claim = %+v, %v", c, err)
 	}
 	src := e.ingestEvidence("h1", "s.csv", []reconcile.Evidence{{Provider: "stripe", TxID: "ch_1", Kind: reconcile.KindCharge}})
@@ -482,7 +482,7 @@ func testRenewWhileMatching(e *env) {
 		ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second) // a safety net: the renewal must not wait for the matching
 		defer cancel()
 		w, err := e.store.ClaimRenew(ctx, &ledgerdb.RenewParams{Key: "lease:run", Fence: c.Claim.Fence, TTL: Lease})
-		if err != nil || w.Outcome != reconcile.Written || !w.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
+		if err != nil || w.Outcome != reconcile.WriteOutcomeWritten || !w.Claim.LeaseUntil.Equal(e.clock.Now().Add(Lease)) {
 			e.t.Errorf("Renew while matching = %+v, %v; want written, until %s", w, err, e.clock.Now().Add(Lease))
 		}
 		return nil

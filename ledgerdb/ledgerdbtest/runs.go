@@ -19,25 +19,25 @@ func testRuns(e *env) {
 		e.t.Errorf("starting run_1 twice succeeded, want an error")
 	}
 	e.clock.Advance(time.Minute)
-	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(`{"counts":{}}`)})
+	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusSucceeded, Result: json.RawMessage(`{"counts":{}}`)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if r.Status != reconcile.RunSucceeded || !r.FinishedAt.Equal(e.clock.Now()) || !r.StartedAt.Equal(e.clock.Now().Add(-time.Minute)) {
+	if r.Status != reconcile.RunStatusSucceeded || !r.FinishedAt.Equal(e.clock.Now()) || !r.StartedAt.Equal(e.clock.Now().Add(-time.Minute)) {
 		e.t.Errorf("FinishRun = %+v", r)
 	}
-	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrInvalidTransition) {
+	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusFailed}); !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("finishing run_1 twice: error %v, want ErrInvalidTransition", err)
 	}
 	got, err := e.store.RunGet(e.ctx, "run_1")
-	if err != nil || got.Status != reconcile.RunSucceeded {
+	if err != nil || got.Status != reconcile.RunStatusSucceeded {
 		e.t.Errorf("Run(run_1) = %+v, %v", got, err)
 	}
 	jsonEqual(e.t, got.Args, `{"inputs":["a.csv"]}`)
 	if _, err := e.store.RunGet(e.ctx, "run_2"); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Run(unknown) error = %v, want ErrNotFound", err)
 	}
-	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunFailed}); !errors.Is(err, reconcile.ErrNotFound) {
+	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunStatusFailed}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("FinishRun(unknown) error = %v, want ErrNotFound", err)
 	}
 }
@@ -51,12 +51,12 @@ func testRunsListed(e *env) {
 	for _, r := range []struct {
 		id     string
 		status reconcile.RunStatus
-	}{{"run_a", reconcile.RunSucceeded}, {"run_b", reconcile.RunFailed}, {"run_c", reconcile.RunSucceeded}, {"run_d", reconcile.RunRunning}} {
+	}{{"run_a", reconcile.RunStatusSucceeded}, {"run_b", reconcile.RunStatusFailed}, {"run_c", reconcile.RunStatusSucceeded}, {"run_d", reconcile.RunStatusRunning}} {
 		if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: r.id, Args: json.RawMessage(`{"apply":true}`)}); err != nil {
 			e.t.Fatal(err)
 		}
 		e.clock.Advance(time.Minute)
-		if r.status != reconcile.RunRunning {
+		if r.status != reconcile.RunStatusRunning {
 			if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: r.id, Status: r.status, Result: json.RawMessage(`{"run_id":"` + r.id + `"}`)}); err != nil {
 				e.t.Fatal(err)
 			}
@@ -82,8 +82,8 @@ func testRunsListed(e *env) {
 	}{
 		{ledgerdb.RunsParams{}, []string{"run_d running", "run_c succeeded", "run_b failed", "run_a succeeded"}},
 		{ledgerdb.RunsParams{Limit: 2}, []string{"run_d running", "run_c succeeded"}},
-		{ledgerdb.RunsParams{Status: reconcile.RunSucceeded, Limit: 1}, []string{"run_c succeeded"}},
-		{ledgerdb.RunsParams{Status: reconcile.RunFailed}, []string{"run_b failed"}},
+		{ledgerdb.RunsParams{Status: reconcile.RunStatusSucceeded, Limit: 1}, []string{"run_c succeeded"}},
+		{ledgerdb.RunsParams{Status: reconcile.RunStatusFailed}, []string{"run_b failed"}},
 	} {
 		if diff := cmp.Diff(tc.want, ids(&tc.p)); diff != "" {
 			e.t.Errorf("Runs(%+v) (-want +got):\n%s", tc.p, diff)

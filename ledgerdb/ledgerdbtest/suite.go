@@ -141,7 +141,7 @@ func (e *env) claimTTL(key, owner string, ttl time.Duration) *reconcile.ClaimRes
 func (e *env) claimed(key, owner string) int64 {
 	e.t.Helper()
 	r := e.claim(key, owner)
-	if r.Outcome != reconcile.Claimed {
+	if r.Outcome != reconcile.ClaimOutcomeClaimed {
 		e.t.Fatalf("Claim(%s, %s) = %s, want claimed", key, owner, r.Outcome)
 	}
 	return r.Claim.Fence

@@ -75,7 +75,7 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 				   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= EXCLUDED.claimed_at)
 				RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), now))
 			if err == nil {
-				res = &reconcile.ClaimResult{Outcome: reconcile.Claimed, Claim: *c}
+				res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: *c}
 				if p.Effect != nil {
 					_, err = recordAttempt(ctx, tx, p.Effect, now)
 				}
@@ -108,7 +108,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 		WHERE key = $1 AND fence = $2 AND state = 'held'
 		RETURNING `+claimCols, p.Key, p.Fence, leaseUntil(s.now(), p.TTL)))
 	if err == nil {
-		return &reconcile.WriteResult{Outcome: reconcile.Written, Claim: *c}, nil
+		return &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}, nil
 	}
 	if !errors.Is(err, reconcile.ErrNotFound) {
 		return nil, fmt.Errorf("renew %s: %w", p.Key, err)
@@ -134,7 +134,7 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 			WHERE key = $1 AND fence = $2 AND state = 'held'
 			RETURNING `+claimCols, p.Key, p.Fence, state, result, errText, now))
 		if err == nil {
-			res = &reconcile.WriteResult{Outcome: reconcile.Written, Claim: *c}
+			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
 			if p.Success && p.Confirm != nil {
 				_, err = tx.Exec(ctx, `UPDATE effect SET status = 'confirmed', external_id = $2, response = $3, confirmed_at = $4
 					WHERE key = $1 AND status = 'attempted'`, p.Confirm.Key, p.Confirm.ExternalID, nullJSON(p.Confirm.Response), now)

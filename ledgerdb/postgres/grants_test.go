@@ -336,10 +336,10 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	}
 	const compKey = "app_1:charge:1:compensate:ch_1b"
 	fres, err := s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_1", Discrepancies: []reconcile.Discrepancy{
-		{Class: reconcile.Confirmed, EffectKey: "app_1:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{tx("ch_2")}},
-		{Class: reconcile.Duplicated, EffectKey: "app_1:charge:1", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000, ObservedMinor: 2000,
+		{Class: reconcile.ClassConfirmed, EffectKey: "app_1:charge:2", Provider: "stripe", Transactions: []reconcile.Transaction{tx("ch_2")}},
+		{Class: reconcile.ClassDuplicated, EffectKey: "app_1:charge:1", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000, ObservedMinor: 2000,
 			Transactions: []reconcile.Transaction{tx("ch_1a"), tx("ch_1b")},
-			Actions:      []reconcile.Action{{Kind: reconcile.Compensate, Key: compKey, Target: "ch_1b", Outcome: reconcile.OutcomeApplied}}},
+			Actions:      []reconcile.Action{{Kind: reconcile.ActionCompensate, Key: compKey, Target: "ch_1b", Outcome: reconcile.OutcomeApplied}}},
 	}})
 	must("RecordFindings", err)
 	if fres.Confirmed != 1 {
@@ -383,7 +383,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	_, err = s.ClaimListByEffect(ctx, "app_1:charge:1")
 	must("ClaimsOf", err)
 
-	esc, err := s.EscalationOpen(ctx, &ledgerdb.EscalateParams{Key: "app_1:charge:3:escalate:missing", Subject: "app_1:charge:3", Class: reconcile.Missing,
+	esc, err := s.EscalationOpen(ctx, &ledgerdb.EscalateParams{Key: "app_1:charge:3:escalate:missing", Subject: "app_1:charge:3", Class: reconcile.ClassMissing,
 		Reason: "no charge", RunID: "run_1"})
 	must("Escalate", err)
 	must("MarkPaged", s.EscalationMarkPaged(ctx, &ledgerdb.MarkPagedParams{Key: esc.Escalation.Key, Generation: esc.Escalation.Generation}))
@@ -391,11 +391,11 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	must("Escalations", err)
 	_, err = s.EscalationAcknowledge(ctx, &ledgerdb.AcknowledgeParams{Key: esc.Escalation.Key, By: "alice"})
 	must("Acknowledge", err)
-	_, err = s.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:3", As: reconcile.ResolvedAbandoned, Note: "never sent", By: "alice"})
+	_, err = s.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:3", As: reconcile.ResolutionAbandoned, Note: "never sent", By: "alice"})
 	must("Resolve as abandoned", err)
-	_, err = s.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:4", As: reconcile.ResolvedConfirmed, Note: "seen", By: "alice", ExternalID: "pi_4"})
+	_, err = s.EffectResolve(ctx, &ledgerdb.ResolveParams{EffectKey: "app_1:charge:4", As: reconcile.ResolutionConfirmed, Note: "seen", By: "alice", ExternalID: "pi_4"})
 	must("Resolve as confirmed", err)
-	_, err = s.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded, Result: json.RawMessage(`{"ok": true}`)})
+	_, err = s.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusSucceeded, Result: json.RawMessage(`{"ok": true}`)})
 	must("FinishRun", err)
 	_, err = s.RunGet(ctx, "run_1")
 	must("Run", err)
@@ -420,7 +420,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			t.Errorf("effect %s is %s %q after the job's run, want %s %q", want.key, e.Status, e.ExternalID, want.status, want.id)
 		}
 	}
-	if r, err := admin.RunGet(ctx, "run_1"); err != nil || r.Status != reconcile.RunSucceeded {
+	if r, err := admin.RunGet(ctx, "run_1"); err != nil || r.Status != reconcile.RunStatusSucceeded {
 		t.Errorf("run_1 = %+v, %v; want succeeded", r, err)
 	}
 }

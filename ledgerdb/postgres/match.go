@@ -376,7 +376,7 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		})); err != nil {
 			return err
 		}
-		confirmed := string(reconcile.Confirmed)
+		confirmed := string(reconcile.ClassConfirmed)
 		all := false // whether the upsert must do the fresh ones too
 		err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 			_, err := sp.Exec(ctx, matchRecordNew, m.p.RunID, m.now, confirmed)

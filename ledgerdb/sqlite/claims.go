@@ -71,7 +71,7 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 			   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= excluded.claimed_at)
 			RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), ts(now)))
 		if err == nil {
-			res = &reconcile.ClaimResult{Outcome: reconcile.Claimed, Claim: *c}
+			res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: *c}
 			if p.Effect != nil {
 				_, err = recordAttempt(ctx, tx, p.Effect, now)
 			}
@@ -103,7 +103,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 			WHERE key = ? AND fence = ? AND state = 'held'
 			RETURNING `+claimCols, leaseUntil(s.now(), p.TTL), p.Key, p.Fence))
 		if err == nil {
-			res = &reconcile.WriteResult{Outcome: reconcile.Written, Claim: *c}
+			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
 			return nil
 		}
 		if !errors.Is(err, reconcile.ErrNotFound) {
@@ -134,7 +134,7 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 			WHERE key = ? AND fence = ? AND state = 'held'
 			RETURNING `+claimCols, state, result, errText, ts(now), p.Key, p.Fence))
 		if err == nil {
-			res = &reconcile.WriteResult{Outcome: reconcile.Written, Claim: *c}
+			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
 			if p.Success && p.Confirm != nil {
 				_, err = tx.ExecContext(ctx, `UPDATE effect SET status = 'confirmed', external_id = ?, response = ?, confirmed_at = ?
 					WHERE key = ? AND status = 'attempted'`, p.Confirm.ExternalID, nullJSON(p.Confirm.Response), ts(now), p.Confirm.Key)

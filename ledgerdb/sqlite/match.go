@@ -254,7 +254,7 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 			err = errors.Join(err, tx.Rollback())
 		}
 	}()
-	if _, err := tx.ExecContext(ctx, matchRecordStates, string(doc), string(reconcile.Confirmed), m.p.RunID, m.now); err != nil {
+	if _, err := tx.ExecContext(ctx, matchRecordStates, string(doc), string(reconcile.ClassConfirmed), m.p.RunID, m.now); err != nil {
 		return 0, err
 	}
 	r, err := tx.ExecContext(ctx, matchRecordConfirmed, string(doc), m.now)

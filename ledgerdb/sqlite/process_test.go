@@ -163,7 +163,7 @@ func TestConcurrentClaimsAcrossProcessesYieldOneOwner(t *testing.T) {
 				t.Fatalf("child said %q", sc.Text())
 			}
 			total++
-			if r.Outcome == reconcile.Claimed {
+			if r.Outcome == reconcile.ClaimOutcomeClaimed {
 				owners++
 			}
 		}
@@ -186,7 +186,7 @@ func TestStaleWriteFromAnotherProcessIsFenced(t *testing.T) {
 	ctx := context.Background()
 	const key = "run_1:charge:0:compensate:ch_2"
 	mine, err := s.ClaimAcquire(ctx, &ledgerdb.ClaimParams{Key: key, Owner: "parent", TTL: ledgerdbtest.Lease})
-	if err != nil || mine.Outcome != reconcile.Claimed {
+	if err != nil || mine.Outcome != reconcile.ClaimOutcomeClaimed {
 		t.Fatalf("claim = %v, %v", mine, err)
 	}
 	clock.Advance(ledgerdbtest.Lease)
@@ -197,7 +197,7 @@ func TestStaleWriteFromAnotherProcessIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	var theirs reconcile.ClaimResult
-	if err := json.Unmarshal([]byte(out.String()), &theirs); err != nil || theirs.Outcome != reconcile.Claimed {
+	if err := json.Unmarshal([]byte(out.String()), &theirs); err != nil || theirs.Outcome != reconcile.ClaimOutcomeClaimed {
 		t.Fatalf("child claim = %q, %v", out.String(), err)
 	}
 	cmd, start, out = startChild(t, childSpec{Path: path, Op: "settle", Key: key, Fence: theirs.Claim.Fence, Success: true, Result: `{"refund":"re_child"}`, Now: clock.Now()})
@@ -207,11 +207,11 @@ func TestStaleWriteFromAnotherProcessIsFenced(t *testing.T) {
 	}
 
 	r, err := s.ClaimSettle(ctx, &ledgerdb.SettleParams{Key: key, Fence: mine.Claim.Fence, Success: false, Error: "timeout"})
-	if err != nil || r.Outcome != reconcile.Superseded {
+	if err != nil || r.Outcome != reconcile.WriteOutcomeSuperseded {
 		t.Fatalf("stale settle from this process = %v, %v; want superseded", r, err)
 	}
 	c, err := s.ClaimGet(ctx, key)
-	if err != nil || c.State != reconcile.ClaimDone || !strings.Contains(string(c.Result), "re_child") {
+	if err != nil || c.State != reconcile.ClaimStateDone || !strings.Contains(string(c.Result), "re_child") {
 		t.Errorf("claim = %+v, %v; want done with the child's refund", c, err)
 	}
 	if got := strconv.FormatInt(c.Fence, 10); got != "2" {

@@ -197,7 +197,7 @@ func TestIngestWhileARunMatches(t *testing.T) {
 	} else if sum.Confirmed != effects || sum.Partitions < 3 {
 		t.Errorf("MatchPartitions confirmed %d effects in %d partitions, want %d in 3 or more", sum.Confirmed, sum.Partitions, effects)
 	}
-	if _, err := s.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunSucceeded}); err != nil {
+	if _, err := s.RunFinish(ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusSucceeded}); err != nil {
 		t.Errorf("FinishRun: %v", err)
 	}
 	if ingest == nil {

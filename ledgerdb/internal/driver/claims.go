@@ -17,10 +17,10 @@ import (
 // again.
 func Unclaimable(c *reconcile.Claim, now time.Time) *reconcile.ClaimResult {
 	switch {
-	case c.State == reconcile.ClaimDone:
-		return &reconcile.ClaimResult{Outcome: reconcile.Done, Claim: *c}
-	case c.State == reconcile.ClaimHeld && (c.LeaseUntil.IsZero() || c.LeaseUntil.After(now)):
-		return &reconcile.ClaimResult{Outcome: reconcile.InFlight, Claim: *c}
+	case c.State == reconcile.ClaimStateDone:
+		return &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeDone, Claim: *c}
+	case c.State == reconcile.ClaimStateHeld && (c.LeaseUntil.IsZero() || c.LeaseUntil.After(now)):
+		return &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeInFlight, Claim: *c}
 	}
 	return nil
 }
@@ -32,7 +32,7 @@ func Unwritten(c *reconcile.Claim, fence int64) (*reconcile.WriteResult, error) 
 	case fence < 1 || fence > c.Fence:
 		return nil, fmt.Errorf("%w: %d was never issued for %s (latest is %d)", reconcile.ErrUnknownFence, fence, c.Key, c.Fence)
 	case fence < c.Fence:
-		return &reconcile.WriteResult{Outcome: reconcile.Superseded, Claim: *c}, nil
+		return &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeSuperseded, Claim: *c}, nil
 	}
 	return nil, fmt.Errorf("%w: %s is %s under fence %d", reconcile.ErrAlreadySettled, c.Key, c.State, fence)
 }
@@ -43,9 +43,9 @@ func SettleValues(p *ledgerdb.SettleParams) (state string, result, errText any) 
 		if len(p.Result) > 0 {
 			result = string(p.Result)
 		}
-		return string(reconcile.ClaimDone), result, nil
+		return string(reconcile.ClaimStateDone), result, nil
 	}
-	return string(reconcile.ClaimFailed), nil, p.Error
+	return string(reconcile.ClaimStateFailed), nil, p.Error
 }
 
 // NewOrphan describes the success of a superseded owner against the claim

@@ -27,14 +27,14 @@ func Decide(p *ledgerdb.FindingsParams) *Decided {
 	out := &Decided{}
 	for i := range p.Discrepancies {
 		d := &p.Discrepancies[i]
-		if d.Class != reconcile.Confirmed {
+		if d.Class != reconcile.ClassConfirmed {
 			out.Findings = append(out.Findings, d)
 		}
 		if d.EffectKey == "" {
 			continue
 		}
 		out.States = append(out.States, StateRow{Key: d.EffectKey, Class: d.Class, Final: matcher.IsFinal(d)})
-		if d.Class == reconcile.Confirmed && len(d.Transactions) == 1 {
+		if d.Class == reconcile.ClassConfirmed && len(d.Transactions) == 1 {
 			out.Confirm = append(out.Confirm, ledgerdb.Confirmation{Key: d.EffectKey, ExternalID: matcher.ConfirmingID(&d.Transactions[0])})
 		}
 	}

@@ -54,9 +54,9 @@ func ResolvedStatus(e *reconcile.Effect, p *ledgerdb.ResolveParams) (reconcile.S
 		return "", ""
 	}
 	switch {
-	case p.As == reconcile.ResolvedAbandoned:
+	case p.As == reconcile.ResolutionAbandoned:
 		return reconcile.StatusAbandoned, ""
-	case p.As == reconcile.ResolvedConfirmed && p.ExternalID != "":
+	case p.As == reconcile.ResolutionConfirmed && p.ExternalID != "":
 		return reconcile.StatusConfirmed, p.ExternalID
 	}
 	return "", ""
@@ -64,7 +64,7 @@ func ResolvedStatus(e *reconcile.Effect, p *ledgerdb.ResolveParams) (reconcile.S
 
 // Acknowledged is Acknowledge's answer when the escalation was not open.
 func Acknowledged(e *reconcile.Escalation) (*reconcile.Escalation, error) {
-	if e.Status == reconcile.EscalationAcknowledged {
+	if e.Status == reconcile.EscalationStatusAcknowledged {
 		return e, nil
 	}
 	return nil, fmt.Errorf("escalation %s: %w: it is %s", e.Key, reconcile.ErrInvalidTransition, e.Status)

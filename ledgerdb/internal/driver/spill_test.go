@@ -27,7 +27,7 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 			e := ledgerdb.ScopedEffect{Effect: reconcile.Effect{Key: fmt.Sprintf("r:charge:%d", i), Provider: "stripe", Step: "charge",
 				Status: reconcile.StatusAttempted, CreatedAt: at, Request: []byte(`{"amount":100,"currency":"eur"}`)}}
 			if i%3 == 0 {
-				e.ExternalID, e.State, e.Since, e.Final = fmt.Sprintf("pi_%d", i/2), reconcile.Missing, at.Add(-time.Hour), true
+				e.ExternalID, e.State, e.Since, e.Final = fmt.Sprintf("pi_%d", i/2), reconcile.ClassMissing, at.Add(-time.Hour), true
 			}
 			effects = append(effects, e)
 			for range r.IntN(3) {
