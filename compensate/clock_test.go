@@ -9,7 +9,7 @@ import (
 	"reconcile/compensate"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 // A compensation in doubt (its refund answered 500 every time) is left to

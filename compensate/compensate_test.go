@@ -20,8 +20,8 @@ import (
 	"reconcile/escalate"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 // world is a ledger, the project's Stripe sandbox over HTTP, and a client
@@ -33,7 +33,7 @@ type world struct {
 	store  ledgerdb.Store
 	sb     *sandbox.Server
 	url    string
-	client *provider.Client
+	client *stripeapi.Client
 	pages  *pageLog
 	// now is the clock of the runs' ledger handles and appliers: a fake
 	// one for a test that moves a lease past its deadline; nil is the
@@ -69,8 +69,8 @@ func newWorld(t *testing.T, l *ledgerdbtest.Ledger) *world {
 	return w
 }
 
-func (w *world) newClient(timeout time.Duration) *provider.Client {
-	return provider.New(provider.Config{BaseURL: w.url, APIKey: "sk_test_sandbox", Timeout: timeout})
+func (w *world) newClient(timeout time.Duration) *stripeapi.Client {
+	return stripeapi.New(stripeapi.Config{BaseURL: w.url, APIKey: "sk_test_sandbox", Timeout: timeout})
 }
 
 // applier is one run's actions, on its own ledger handle, both on w.now.

@@ -12,7 +12,7 @@ import (
 	"reconcile"
 	"reconcile/compensate"
 	"reconcile/escalate"
-	"reconcile/provider"
+	"reconcile/stripeapi"
 )
 
 // actionFlags are the flags that govern what a run may do: the provider,
@@ -128,7 +128,7 @@ func (f *actionFlags) provider(apply bool) (compensate.Provider, error) {
 	if f.apiKey == "" {
 		return nil, usageError("--apply needs the provider's API key in STRIPE_API_KEY")
 	}
-	return provider.New(provider.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout}), nil
+	return stripeapi.New(stripeapi.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout}), nil
 }
 
 // owner names this process in claims: host:pid.

@@ -26,7 +26,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb/ledgerdbtest"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 // hostile is a ledger, the sandbox the application charged through, and

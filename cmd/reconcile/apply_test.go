@@ -22,9 +22,9 @@ import (
 	"reconcile"
 	"reconcile/job"
 	"reconcile/ledgerdb/ledgerdbtest"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
 	"reconcile/report"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 // mainEnv makes the test binary run the command line instead of the tests:
@@ -68,7 +68,7 @@ func newApplyWorld(t *testing.T, l *ledgerdbtest.Ledger) *applyWorld {
 	t.Cleanup(srv.Close)
 	w.url = srv.URL
 	ctx := context.Background()
-	client := provider.New(provider.Config{BaseURL: w.url, APIKey: "sk_test_app"})
+	client := stripeapi.New(stripeapi.Config{BaseURL: w.url, APIKey: "sk_test_app"})
 	created := time.Now().Add(-time.Hour).UTC()
 	var effects []reconcile.Effect
 	for i := range 8 {

@@ -21,8 +21,8 @@ import (
 
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/sqlite"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 // demoOrders is how many orders the demo's shop takes.
@@ -92,7 +92,7 @@ func (a *app) demo(ctx context.Context, dir string, keep bool) error {
 		return err
 	}
 	s := &shop{store: store, sb: sb, url: provSrv.URL, happened: map[string]int{},
-		client: provider.New(provider.Config{BaseURL: provSrv.URL, APIKey: "sk_test_shop", Timeout: 5 * time.Second})}
+		client: stripeapi.New(stripeapi.Config{BaseURL: provSrv.URL, APIKey: "sk_test_shop", Timeout: 5 * time.Second})}
 	say("1. A shop takes %d orders through the Stripe sandbox (%s) and records them in the ledger (sqlite:%s).", demoOrders, provSrv.URL, ledgerPath)
 	for i := range demoOrders {
 		if err := s.order(ctx, i); err != nil {

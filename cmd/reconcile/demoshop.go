@@ -11,8 +11,8 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 // shop is the demo's payment application. It charges through the sandbox
@@ -20,7 +20,7 @@ import (
 // after, as applications should, and it has the faults real ones have.
 type shop struct {
 	store  ledgerdb.Store
-	client *provider.Client
+	client *stripeapi.Client
 	sb     *sandbox.Server
 	url    string
 	// happened counts each fault, for the demo's story.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 func (a *app) sandboxCommand() *cobra.Command {

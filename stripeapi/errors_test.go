@@ -1,4 +1,4 @@
-package provider_test
+package stripeapi_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"reconcile"
-	"reconcile/provider"
+	"reconcile/stripeapi"
 )
 
 func TestAnswersMapToTheRightSentinel(t *testing.T) {
@@ -71,7 +71,7 @@ func TestAnswersMapToTheRightSentinel(t *testing.T) {
 				io.WriteString(w, tc.body)
 			}))
 			defer ts.Close()
-			c := provider.New(provider.Config{BaseURL: ts.URL, APIKey: testKey})
+			c := stripeapi.New(stripeapi.Config{BaseURL: ts.URL, APIKey: testKey})
 			var err error
 			switch ctx := context.Background(); tc.call {
 			case create:
@@ -141,7 +141,7 @@ func TestConnectionFailuresMapToTheRightSentinel(t *testing.T) {
 		{"timeout, lookup", slow.URL, false, reconcile.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := provider.New(provider.Config{BaseURL: tc.url, APIKey: testKey, Timeout: 100 * time.Millisecond})
+			c := stripeapi.New(stripeapi.Config{BaseURL: tc.url, APIKey: testKey, Timeout: 100 * time.Millisecond})
 			var err error
 			if tc.write {
 				_, err = c.CreatePaymentIntent(ctx, "k1", recorded("k1", 100))
@@ -166,7 +166,7 @@ func TestBadRequestsAreRefusedBeforeSending(t *testing.T) {
 	var hits atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer ts.Close()
-	c := provider.New(provider.Config{BaseURL: ts.URL, APIKey: testKey})
+	c := stripeapi.New(stripeapi.Config{BaseURL: ts.URL, APIKey: testKey})
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
 		"not an object":    func() error { _, err := c.CreatePaymentIntent(ctx, "k1", json.RawMessage(`[1]`)); return err },
@@ -259,7 +259,7 @@ func TestRequestsCarryTheKeysAndTheAPIKey(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	c := provider.New(provider.Config{BaseURL: ts.URL, APIKey: testKey})
+	c := stripeapi.New(stripeapi.Config{BaseURL: ts.URL, APIKey: testKey})
 	ctx := context.Background()
 	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Charge: "ch_1", Amount: reconcile.Money{Minor: 100, Currency: "USD"}, Compensates: "k1"}); err != nil {
 		t.Fatal(err)

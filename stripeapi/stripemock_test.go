@@ -1,4 +1,4 @@
-package provider_test
+package stripeapi_test
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"reconcile"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 // recording is a transport that keeps a copy of every request it carries.
@@ -60,7 +60,7 @@ func TestRequestsValidateAgainstStripeMock(t *testing.T) {
 	mock := startStripeMock(t)
 
 	rec := &recording{}
-	s, c := setup(t, sandbox.Options{}, provider.Config{HTTPClient: &http.Client{Transport: rec}})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{HTTPClient: &http.Client{Transport: rec}})
 	ctx := context.Background()
 	key := "run_8f3c1a:charge:0"
 	p1, err := c.CreatePaymentIntent(ctx, key, recorded(key, 1420000))

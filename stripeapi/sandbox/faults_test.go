@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 // arm posts faults as JSON, as another process would.

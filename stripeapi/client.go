@@ -1,4 +1,4 @@
-// Package provider calls Stripe for reconcile: it redelivers a missing
+// Package stripeapi calls Stripe for reconcile: it redelivers a missing
 // charge under its original idempotency key, refunds a duplicate under a
 // compensation key, redelivers a missing refund under its own key, retrieves
 // a charge to check it before acting on it, and looks up what a key made.
@@ -11,7 +11,7 @@
 // (nothing was made, try later), ErrNotFound (a retrieval found no such
 // object), or none (a definitive answer that nothing was made, such as a
 // declined card).
-package provider
+package stripeapi
 
 import (
 	"bytes"

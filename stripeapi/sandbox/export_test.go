@@ -15,7 +15,7 @@ import (
 
 	"reconcile"
 	stripeingest "reconcile/ingest/stripe"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 // sink keeps what a parser sends.

@@ -1,4 +1,4 @@
-package provider_test
+package stripeapi_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"reconcile"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 func eur(minor int64) reconcile.Money { return reconcile.Money{Minor: minor, Currency: "EUR"} }
@@ -29,7 +29,7 @@ var ignoreResponse = cmp.Options{
 
 func TestRetrieveChargeByChargeAndByPaymentIntent(t *testing.T) {
 	for _, live := range []bool{false, true} {
-		_, c := setup(t, sandbox.Options{Livemode: live}, provider.Config{})
+		_, c := setup(t, sandbox.Options{Livemode: live}, stripeapi.Config{})
 		ctx := context.Background()
 		p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 		if err != nil {
@@ -81,7 +81,7 @@ func TestRetrieveChargeTakesTheEffectKeyFromItsPaymentIntent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, base := range []string{direct.URL, noExpand.URL} {
-		c := provider.New(provider.Config{BaseURL: base, APIKey: testKey})
+		c := stripeapi.New(stripeapi.Config{BaseURL: base, APIKey: testKey})
 		for _, tc := range []struct{ id, want string }{
 			{ps[0].ChargeID, "k1"}, {ps[0].ID, "k1"}, {ps[1].ChargeID, "k2"}, {ps[1].ID, "k2"},
 		} {
@@ -94,7 +94,7 @@ func TestRetrieveChargeTakesTheEffectKeyFromItsPaymentIntent(t *testing.T) {
 }
 
 func TestRetrieveChargeListsItsRefundsNewestFirst(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 	if err != nil {
@@ -163,7 +163,7 @@ func TestRetrieveChargeErrors(t *testing.T) {
 		{"unavailable listing its refunds", &sandbox.Fault{Op: sandbox.OpListRefunds, Kind: sandbox.FaultUnavailable}, chargeOf, reconcile.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, c := setup(t, sandbox.Options{}, provider.Config{Timeout: 100 * time.Millisecond})
+			s, c := setup(t, sandbox.Options{}, stripeapi.Config{Timeout: 100 * time.Millisecond})
 			p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +192,7 @@ func chargeOf(p *reconcile.Made, _ string) string { return p.ChargeID }
 func intentOf(p *reconcile.Made, _ string) string { return p.ID }
 
 func TestRefundSendsTheAmount(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 	if err != nil {
@@ -215,7 +215,7 @@ func TestRefundSendsTheAmount(t *testing.T) {
 }
 
 func TestCreateRefundSendsExactlyTheRecordedRequest(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 	if err != nil {
@@ -254,7 +254,7 @@ func TestCreateRefundSendsExactlyTheRecordedRequest(t *testing.T) {
 }
 
 func TestFindRefundByPaymentIntent(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p1, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 func TestGetChargeAnswersTheChargeWithItsIntentOnRequest(t *testing.T) {

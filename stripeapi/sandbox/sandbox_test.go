@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi/sandbox"
 )
 
 // clock is a fake clock that tests move by hand.

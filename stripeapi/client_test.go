@@ -1,4 +1,4 @@
-package provider_test
+package stripeapi_test
 
 import (
 	"context"
@@ -15,20 +15,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"reconcile"
-	"reconcile/provider"
-	"reconcile/provider/sandbox"
+	"reconcile/stripeapi"
+	"reconcile/stripeapi/sandbox"
 )
 
 const testKey = "sk_test_reconcile_secret"
 
 // setup serves a sandbox over real HTTP and returns a client for it.
-func setup(t *testing.T, opt sandbox.Options, cfg provider.Config) (*sandbox.Server, *provider.Client) {
+func setup(t *testing.T, opt sandbox.Options, cfg stripeapi.Config) (*sandbox.Server, *stripeapi.Client) {
 	t.Helper()
 	s := sandbox.New(opt)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	cfg.BaseURL, cfg.APIKey = ts.URL, testKey
-	return s, provider.New(cfg)
+	return s, stripeapi.New(cfg)
 }
 
 // recorded is a charge as an application records it in effect.request.
@@ -45,7 +45,7 @@ func itoa(n int) string { return jsonText(n) }
 func jsonText(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func TestRedeliverMakesOnePaymentAndTheSameKeyReplays(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	key := "run_8f3c1a:charge:0"
 	m, err := c.CreatePaymentIntent(ctx, key, recorded(key, 1420000))
@@ -81,7 +81,7 @@ func TestRedeliverMakesOnePaymentAndTheSameKeyReplays(t *testing.T) {
 }
 
 func TestSameKeyWithAChangedAmountIsRefused(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	if _, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000)); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestSameKeyWithAChangedAmountIsRefused(t *testing.T) {
 }
 
 func TestRefundThenFindRefundFindsIt(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p1, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 1000))
 	if err != nil {
@@ -142,7 +142,7 @@ func TestRefundThenFindRefundFindsIt(t *testing.T) {
 }
 
 func TestFindRefundPagesThroughManyRefunds(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 100000))
 	if err != nil {
@@ -160,7 +160,7 @@ func TestFindRefundPagesThroughManyRefunds(t *testing.T) {
 }
 
 func TestFindPaymentFindsByEffectKey(t *testing.T) {
-	_, c := setup(t, sandbox.Options{}, provider.Config{})
+	_, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	for _, key := range []string{"run_1:charge:0", `run_1:o'brien\charge`} {
 		made, err := c.CreatePaymentIntent(ctx, key, recorded(key, 500))
@@ -178,7 +178,7 @@ func TestFindPaymentFindsByEffectKey(t *testing.T) {
 }
 
 func TestFindPaymentPrefersTheSucceededOne(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	declined := json.RawMessage(`{"amount": 500, "currency": "usd", "payment_method": "pm_card_chargeDeclined"}`)
 	_, err := c.CreatePaymentIntent(ctx, "k1", declined)
@@ -204,14 +204,14 @@ func TestFindPaymentPrefersTheSucceededOne(t *testing.T) {
 
 func TestFaultsEndInTheRightSentinel(t *testing.T) {
 	ctx := context.Background()
-	create := func(c *provider.Client) error {
+	create := func(c *stripeapi.Client) error {
 		_, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 700))
 		return err
 	}
 	for _, tc := range []struct {
 		name  string
 		fault sandbox.Fault
-		call  func(c *provider.Client) error
+		call  func(c *stripeapi.Client) error
 		want  error
 		made  int // payments the sandbox must have made, eventually
 	}{
@@ -221,14 +221,14 @@ func TestFaultsEndInTheRightSentinel(t *testing.T) {
 		{"error_500", sandbox.Fault{Kind: sandbox.FaultError500}, create, reconcile.ErrInDoubt, 0},
 		{"rate_limit", sandbox.Fault{Kind: sandbox.FaultRateLimit}, create, reconcile.ErrUnavailable, 0},
 		{"unavailable on search", sandbox.Fault{Op: sandbox.OpSearch, Kind: sandbox.FaultUnavailable},
-			func(c *provider.Client) error { _, err := c.FindPayment(ctx, "k1"); return err }, reconcile.ErrUnavailable, 0},
+			func(c *stripeapi.Client) error { _, err := c.FindPayment(ctx, "k1"); return err }, reconcile.ErrUnavailable, 0},
 		{"drop_after on search", sandbox.Fault{Op: sandbox.OpSearch, Kind: sandbox.FaultDropAfter},
-			func(c *provider.Client) error { _, err := c.FindPayment(ctx, "k1"); return err }, reconcile.ErrUnavailable, 0},
+			func(c *stripeapi.Client) error { _, err := c.FindPayment(ctx, "k1"); return err }, reconcile.ErrUnavailable, 0},
 		{"unavailable on list_refunds", sandbox.Fault{Op: sandbox.OpListRefunds, Kind: sandbox.FaultUnavailable},
-			func(c *provider.Client) error { _, err := c.FindRefund(ctx, "ch_x", "k1"); return err }, reconcile.ErrUnavailable, 0},
+			func(c *stripeapi.Client) error { _, err := c.FindRefund(ctx, "ch_x", "k1"); return err }, reconcile.ErrUnavailable, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, c := setup(t, sandbox.Options{}, provider.Config{Timeout: 100 * time.Millisecond})
+			s, c := setup(t, sandbox.Options{}, stripeapi.Config{Timeout: 100 * time.Millisecond})
 			s.Inject(tc.fault)
 			err := tc.call(c)
 			var pe *reconcile.ProviderError
@@ -249,7 +249,7 @@ func TestFaultsEndInTheRightSentinel(t *testing.T) {
 }
 
 func TestAFaultedRefundIsInDoubtAndWasMade(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	p, err := c.CreatePaymentIntent(ctx, "k1", recorded("k1", 700))
 	if err != nil {
@@ -271,7 +271,7 @@ func TestAFaultedRefundIsInDoubtAndWasMade(t *testing.T) {
 
 func TestAKeyPastItsTTLMakesASecondPayment(t *testing.T) {
 	c := &clock{t: time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)}
-	s, client := setup(t, sandbox.Options{KeyTTL: 24 * time.Hour, Now: c.Now}, provider.Config{})
+	s, client := setup(t, sandbox.Options{KeyTTL: 24 * time.Hour, Now: c.Now}, stripeapi.Config{})
 	ctx := context.Background()
 	first, err := client.CreatePaymentIntent(ctx, "k1", recorded("k1", 700))
 	if err != nil {
@@ -295,7 +295,7 @@ func TestAKeyPastItsTTLMakesASecondPayment(t *testing.T) {
 }
 
 func TestAKeyInFlightIsInDoubt(t *testing.T) {
-	s, c := setup(t, sandbox.Options{}, provider.Config{})
+	s, c := setup(t, sandbox.Options{}, stripeapi.Config{})
 	ctx := context.Background()
 	s.Inject(sandbox.Fault{Key: "k1", Kind: sandbox.FaultHang, Times: 1, Delay: 300 * time.Millisecond})
 	done := make(chan error, 1)
