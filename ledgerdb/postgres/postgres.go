@@ -1,6 +1,8 @@
 // Package postgres is the PostgreSQL driver of the ledger, on pgx/v5.
 package postgres
 
+//go:generate go tool -modfile=../../tools/sqlc/go.mod sqlc generate
+
 import (
 	"cmp"
 	"context"

@@ -5,6 +5,8 @@
 // instead of failing (see turns.go).
 package sqlite
 
+//go:generate go tool -modfile=../../tools/sqlc/go.mod sqlc generate
+
 import (
 	"context"
 	"database/sql"
