@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	neturl "net/url"
+	"reconcile/report"
 	"sync"
 	"time"
 
@@ -152,10 +153,10 @@ type Webhook struct {
 }
 
 type webhookBody struct {
-	Event      string      `json:"event"`
-	Escalation *escalation `json:"escalation"`
-	Severity   Severity    `json:"severity,omitempty"` // trigger only
-	Amount     string      `json:"amount,omitempty"`   // trigger only, when known
+	Event      string             `json:"event"`
+	Escalation *report.Escalation `json:"escalation"`
+	Severity   Severity           `json:"severity,omitempty"` // trigger only
+	Amount     string             `json:"amount,omitempty"`   // trigger only, when known
 }
 
 func triggerBody(p *Page) *webhookBody {
@@ -166,21 +167,10 @@ func triggerBody(p *Page) *webhookBody {
 	return b
 }
 
-// escalation is an escalation as pages show it.
-type escalation struct {
-	Key      string    `json:"key"`
-	Subject  string    `json:"subject"`
-	Class    string    `json:"class"`
-	Reason   string    `json:"reason"`
-	RunID    string    `json:"run_id"`
-	Status   string    `json:"status"`
-	OpenedAt time.Time `json:"opened_at"`
-	Note     string    `json:"note,omitempty"`
-}
-
-func view(e *reconcile.Escalation) *escalation {
-	return &escalation{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, RunID: e.RunID,
-		Status: string(e.Status), OpenedAt: e.OpenedAt, Note: e.Note}
+// view is e as the webhook's body shows it: the shape of every output.
+func view(e *reconcile.Escalation) *report.Escalation {
+	v := report.EscalationOf(e)
+	return &v
 }
 
 // Trigger implements Pager.

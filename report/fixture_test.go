@@ -102,13 +102,16 @@ func longRaw() string {
 	return strings.Repeat("a", maxCellText-80) + strings.Repeat("🚀", 20) + strings.Repeat("b", 40000-(maxCellText-80)-20)
 }
 
+// ptr is a pointer to t, as an escalation holds its times.
+func ptr(t time.Time) *time.Time { return &t }
+
 func sampleEscalations() []Escalation {
 	return []Escalation{
 		{Key: "@SUM(A1):escalate", Subject: "@SUM(A1)", Class: "mismatched", Reason: "=HYPERLINK(\"http://x\",\"y\")", Status: "open",
-			OpenedAt: t0, PagedAt: t0.Add(time.Minute)},
+			OpenedAt: ptr(t0), PagedAt: ptr(t0.Add(time.Minute))},
 		{Key: "order-0999:charge:compensate:ch_0B:escalate", Subject: "order-0999:charge:compensate:ch_0B", Class: "escalated",
-			Reason: "refund in doubt", Status: "resolved", OpenedAt: t0.Add(-48 * time.Hour), PagedAt: t0.Add(-48 * time.Hour),
-			ResolvedAt: t0.Add(-20 * time.Hour), ResolvedBy: "alice", Note: "refunded by hand in the dashboard"},
+			Reason: "refund in doubt", Status: "resolved", OpenedAt: ptr(t0.Add(-48 * time.Hour)), PagedAt: ptr(t0.Add(-48 * time.Hour)),
+			ResolvedAt: ptr(t0.Add(-20 * time.Hour)), ResolvedBy: "alice", Note: "refunded by hand in the dashboard"},
 	}
 }
 

@@ -325,7 +325,7 @@ func (b *book) escalationsWhen() string {
 func (b *book) escalationsCaption(rows []Escalation) string {
 	open := 0
 	for _, x := range rows {
-		if x.ResolvedAt.IsZero() {
+		if x.ResolvedAt == nil {
 			open++
 		}
 	}
@@ -342,7 +342,7 @@ func (b *book) escalationsCaption(rows []Escalation) string {
 func (b *book) escalationsSheet(rows []Escalation) error {
 	resolved := false
 	for _, x := range rows {
-		resolved = resolved || !x.ResolvedAt.IsZero() || x.ResolvedBy != ""
+		resolved = resolved || x.ResolvedAt != nil || x.ResolvedBy != ""
 	}
 	cols := []column{{"Key", 46}, {"Subject", 38}, {"Class", 22}, {"Reason", 50}, {"Status", 10}, {"Opened (UTC)", 20}, {"Paged (UTC)", 20}}
 	if resolved {
@@ -356,9 +356,9 @@ func (b *book) escalationsSheet(rows []Escalation) error {
 		if c := reconcile.Class(x.Class); isClass(c) {
 			class = className(c)
 		}
-		row := []any{b.text(x.Key), b.text(x.Subject), b.text(class), b.wrapped(x.Reason), b.text(x.Status), b.date(x.OpenedAt), b.date(x.PagedAt)}
+		row := []any{b.text(x.Key), b.text(x.Subject), b.text(class), b.wrapped(x.Reason), b.text(x.Status), b.date(timeOf(x.OpenedAt)), b.date(timeOf(x.PagedAt))}
 		if resolved {
-			row = append(row, b.date(x.ResolvedAt), b.text(x.ResolvedBy))
+			row = append(row, b.date(timeOf(x.ResolvedAt)), b.text(x.ResolvedBy))
 		}
 		if err := s.add(append(row, b.wrapped(x.Note))...); err != nil {
 			return err

@@ -192,9 +192,9 @@ func TestXLSXDatesAreDateCells(t *testing.T) {
 	check("Duplicated", "C2", r.Discrepancies[0].Time)
 	check("Summary", "B6", r.StartedAt)
 	check("Summary", "B7", r.FinishedAt)
-	check("Escalations", "F3", esc[0].OpenedAt)
-	check("Escalations", "G3", esc[0].PagedAt)
-	check("Escalations", "H4", esc[1].ResolvedAt)
+	check("Escalations", "F3", *esc[0].OpenedAt)
+	check("Escalations", "G3", *esc[0].PagedAt)
+	check("Escalations", "H4", *esc[1].ResolvedAt)
 	if v, _ := f.GetCellValue("Escalations", "H3"); v != "" {
 		t.Errorf("an open escalation's resolved time shows %q, want an empty cell", v)
 	}

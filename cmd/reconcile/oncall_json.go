@@ -77,32 +77,11 @@ type claimJSON struct {
 	SettledAt  *time.Time      `json:"settled_at"`
 }
 
-type escalationJSON struct {
-	Key            string     `json:"key"`
-	Subject        string     `json:"subject"`
-	Class          string     `json:"class"`
-	Reason         string     `json:"reason"`
-	RunID          string     `json:"run_id"`
-	Status         string     `json:"status"`
-	Generation     int        `json:"generation"`
-	OpenedAt       *time.Time `json:"opened_at"`
-	PagedAt        *time.Time `json:"paged_at"`
-	AcknowledgedAt *time.Time `json:"acknowledged_at"`
-	AcknowledgedBy string     `json:"acknowledged_by"`
-	ResolvedAt     *time.Time `json:"resolved_at"`
-	ResolvedBy     string     `json:"resolved_by"`
-	Note           string     `json:"note"`
-	PageFailed     bool       `json:"page_failed"`
-	PageError      string     `json:"page_error"`
-}
-
-func escalationsOut(es []job.EscalationView) []escalationJSON {
-	out := make([]escalationJSON, len(es))
-	for i, e := range es {
-		out[i] = escalationJSON{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, RunID: e.RunID, Status: string(e.Status),
-			Generation: e.Generation, OpenedAt: timeOrNil(e.OpenedAt), PagedAt: timeOrNil(e.PagedAt), AcknowledgedAt: timeOrNil(e.AcknowledgedAt),
-			AcknowledgedBy: e.AcknowledgedBy, ResolvedAt: timeOrNil(e.ResolvedAt), ResolvedBy: e.ResolvedBy, Note: e.Note,
-			PageFailed: e.PageFailed, PageError: e.PageError}
+func escalationsOut(es []job.EscalationView) []report.Escalation {
+	out := make([]report.Escalation, len(es))
+	for i := range es {
+		out[i] = report.EscalationOf(&es[i].Escalation)
+		out[i].PageFailed, out[i].PageError = es[i].PageFailed, es[i].PageError
 	}
 	return out
 }
@@ -116,13 +95,13 @@ type findingJSON struct {
 }
 
 type showJSON struct {
-	Effect        effectJSON       `json:"effect"`
-	State         *stateJSON       `json:"state"`
-	Evidence      []evidenceJSON   `json:"evidence"`
-	Claims        []claimJSON      `json:"actions"`
-	Compensations []effectJSON     `json:"compensations"`
-	Escalations   []escalationJSON `json:"escalations"`
-	History       []findingJSON    `json:"history"`
+	Effect        effectJSON          `json:"effect"`
+	State         *stateJSON          `json:"state"`
+	Evidence      []evidenceJSON      `json:"evidence"`
+	Claims        []claimJSON         `json:"actions"`
+	Compensations []effectJSON        `json:"compensations"`
+	Escalations   []report.Escalation `json:"escalations"`
+	History       []findingJSON       `json:"history"`
 }
 
 func showOut(r *job.EffectView) *showJSON {

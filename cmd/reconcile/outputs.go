@@ -88,9 +88,8 @@ func writeSpreadsheet(ctx context.Context, store ledgerdb.Store, path string, re
 
 func escalations(es []reconcile.Escalation) []report.Escalation {
 	out := make([]report.Escalation, 0, len(es))
-	for _, e := range es {
-		out = append(out, report.Escalation{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, Status: string(e.Status),
-			OpenedAt: e.OpenedAt, PagedAt: e.PagedAt, ResolvedAt: e.ResolvedAt, ResolvedBy: e.ResolvedBy, Note: e.Note})
+	for i := range es {
+		out = append(out, report.EscalationOf(&es[i]))
 	}
 	return out
 }

@@ -260,10 +260,10 @@ func TestUndeliveredPageFailsTheRunAndTheNextRunSendsIt(t *testing.T) {
 }
 
 // onCallEscalations reads `escalations --json -`.
-func onCallEscalations(t *testing.T, out string) []escalationJSON {
+func onCallEscalations(t *testing.T, out string) []report.Escalation {
 	t.Helper()
 	var r struct {
-		Escalations []escalationJSON `json:"escalations"`
+		Escalations []report.Escalation `json:"escalations"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("escalations --json - is not JSON (%v): %s", err, out)
