@@ -28,11 +28,22 @@ type Made struct {
 // under the compensation key, for an amount stated in the request, so that
 // what the blast radius counted is what is sent.
 type RefundRequest struct {
-	Key           string // the compensation key, sent as the Idempotency-Key
-	Charge        string // the extra transaction's ch_ id (or empty with PaymentIntent)
-	PaymentIntent string
-	Amount        Money  // always sent; the currency is the charge's
-	Compensates   string // the original effect's key: metadata[compensates]
+	Key string // the compensation key, sent as the Idempotency-Key
+	// Target is the extra transaction refunded: a charge, or a payment
+	// intent; the provider's client knows which from the id.
+	Target      string
+	Amount      Money  // always sent; the currency is the charge's
+	Compensates string // the original effect's key: metadata[compensates]
+}
+
+// Terms are what a recorded request asks for, as its provider reads it:
+// the amount (nil when it states none) and currency, and for a refund the
+// transaction it refunds. What a provider makes or a lookup finds is
+// checked against them.
+type Terms struct {
+	Amount   *int64
+	Currency string
+	Target   string
 }
 
 // Charge is a charge as the provider shows it when it is retrieved: what

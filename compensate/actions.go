@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -19,8 +18,8 @@ import (
 // under the compensation key with the verified amount, check the answer,
 // settle.
 func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
-	tx := target(d, x.Target)
-	if d.Provider != "stripe" || tx == nil {
+	tx, p := target(d, x.Target), r.Providers[d.Provider]
+	if p == nil || tx == nil {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no API client for "+d.Provider+": a person refunds it"
 		return r.raise(ctx, reconcile.EscalationKey(x.Key, reconcile.ClassEscalated), x.Key, d.Class, x.Note)
 	}
@@ -42,13 +41,8 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 	} else if stop, err := r.verified(ctx, d, x, parent, false); err != nil || stop {
 		return err
 	}
-	req := &reconcile.RefundRequest{Key: x.Key, Compensates: d.EffectKey, Amount: x.Amount}
-	if strings.HasPrefix(tx.ID, "pi_") {
-		req.PaymentIntent = tx.ID
-	} else {
-		req.Charge = tx.ID
-	}
-	c, err := r.claim(ctx, x.Key, compensationRow(parent, x, req))
+	req := &reconcile.RefundRequest{Key: x.Key, Target: tx.ID, Compensates: d.EffectKey, Amount: x.Amount}
+	c, err := r.claim(ctx, x.Key, compensationRow(parent, x, p.CompensationRequest(req)))
 	if errors.Is(err, reconcile.ErrKeyReused) {
 		x.Outcome, x.Note = reconcile.OutcomeRefused, "the compensation key is recorded with another request: "+err.Error()
 		return r.doubt(ctx, d, x, x.Note)
@@ -61,7 +55,7 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 	}
 	r.Crash("compensate:claimed")
 	if c.Claim.Fence > 1 { // an earlier attempt may have made it: look before acting again
-		found, err := r.Provider.FindRefund(ctx, tx.ID, x.Key)
+		found, err := p.FindRefund(ctx, tx.ID, x.Key)
 		if err != nil {
 			return r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "refund lookup unavailable: "+err.Error())
 		}
@@ -88,7 +82,7 @@ func (r *run) compensate(ctx context.Context, d *reconcile.Discrepancy, x *recon
 			return r.release(ctx, &c.Claim, x, x.Outcome, x.Note)
 		}
 	}
-	made, err := r.Provider.Refund(ctx, req)
+	made, err := p.Refund(ctx, req)
 	r.Crash("compensate:called")
 	if err == nil {
 		return r.checked(ctx, d, x, &c.Claim, made, refundDiffers(made, req), true)
@@ -166,12 +160,13 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 	if err != nil {
 		return err
 	}
-	if d.Provider != "stripe" || (e.Step != "charge" && e.Step != "refund") {
+	p := r.Providers[d.Provider]
+	if p == nil || !p.Redelivers(e.Step) {
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "no redelivery for a "+e.Step+" at "+d.Provider+": a person redelivers it"
 		return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassMissing), d.EffectKey, d.Class, x.Note)
 	}
-	want, err := readRequest(e.Request)
-	if err == nil && e.Step == "refund" && want.target() == "" {
+	want, err := p.Terms(e.Request)
+	if err == nil && e.Step == "refund" && want.Target == "" {
 		err = errors.New("a refund that names neither a charge nor a payment intent")
 	}
 	if err != nil {
@@ -190,9 +185,9 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 	if c.Claim.Fence > 1 || r.Now().Sub(e.CreatedAt) >= r.KeyTTL {
 		var found *reconcile.Made
 		if refund {
-			found, err = r.Provider.FindRefund(ctx, want.target(), e.Key)
+			found, err = p.FindRefund(ctx, want.Target, e.Key)
 		} else {
-			found, err = r.Provider.FindPayment(ctx, e.Key)
+			found, err = p.FindPayment(ctx, e.Key)
 		}
 		if err != nil {
 			d.Class = reconcile.ClassDeferred
@@ -202,7 +197,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 			return r.deferredTooLong(ctx, d)
 		}
 		if found != nil && found.Status != "failed" && found.Status != "canceled" {
-			if diff := want.differs(e.Key, found); diff != "" {
+			if diff := differs(want, e.Key, found); diff != "" {
 				return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
 			}
 			d.Class, d.Reason = reconcile.ClassConfirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
@@ -211,19 +206,14 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 		}
 	}
 	if refund {
-		if stop, err := r.refundedByHand(ctx, d, x, &c.Claim, want.target()); err != nil || stop {
+		if stop, err := r.refundedByHand(ctx, d, x, &c.Claim, want.Target); err != nil || stop {
 			return err
 		}
 	}
-	var made *reconcile.Made
-	if refund {
-		made, err = r.Provider.CreateRefund(ctx, e.Key, e.Request)
-	} else {
-		made, err = r.Provider.CreatePaymentIntent(ctx, e.Key, e.Request)
-	}
+	made, err := p.Redeliver(ctx, e)
 	r.Crash("redeliver:called")
 	if err == nil {
-		diff := want.differs(e.Key, made)
+		diff := differs(want, e.Key, made)
 		if diff != "" {
 			diff = "the provider answered with " + made.ID + ", which " + diff
 		}
@@ -407,17 +397,6 @@ func target(d *reconcile.Discrepancy, id string) *reconcile.Transaction {
 // depth 1, under the effect it compensates and in the same application run,
 // with the refund it requests. Every part is derived from recorded facts,
 // so every run and replica writes the same row.
-func compensationRow(parent *reconcile.Effect, x *reconcile.Action, req *reconcile.RefundRequest) *ledgerdb.RecordParams {
-	body := map[string]any{
-		"amount":   x.Amount.Minor,
-		"currency": strings.ToLower(x.Amount.Currency),
-		"metadata": map[string]string{"effect_key": x.Key, "compensates": parent.Key},
-	}
-	if req.Charge != "" {
-		body["charge"] = req.Charge
-	} else {
-		body["payment_intent"] = req.PaymentIntent
-	}
-	b, _ := json.Marshal(body)
-	return &ledgerdb.RecordParams{Key: x.Key, RunID: parent.RunID, Step: "compensate", Provider: parent.Provider, Request: b, ParentKey: parent.Key, Depth: 1}
+func compensationRow(parent *reconcile.Effect, x *reconcile.Action, req json.RawMessage) *ledgerdb.RecordParams {
+	return &ledgerdb.RecordParams{Key: x.Key, RunID: parent.RunID, Step: "compensate", Provider: parent.Provider, Request: req, ParentKey: parent.Key, Depth: 1}
 }

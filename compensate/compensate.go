@@ -25,17 +25,23 @@ import (
 	"reconcile/ledgerdb"
 )
 
-// Provider is the provider's API as the actions use it.
+// Provider is one provider's API as the actions use it, with the rules of
+// its requests; a provider the actions can act at is one implementation
+// (stripeapi.Client is Stripe's).
 type Provider interface {
-	// CreatePaymentIntent redelivers a charge under its original key with
-	// exactly the recorded request.
-	CreatePaymentIntent(ctx context.Context, key string, request json.RawMessage) (*reconcile.Made, error)
+	// Redelivers reports whether a missing effect of step can be made
+	// again; Redeliver makes it again under its original key with exactly
+	// the recorded request.
+	Redelivers(step string) bool
+	Redeliver(ctx context.Context, e *reconcile.Effect) (*reconcile.Made, error)
 	// Refund compensates an extra charge under the compensation key.
 	Refund(ctx context.Context, r *reconcile.RefundRequest) (*reconcile.Made, error)
-	// CreateRefund redelivers a refund under its original key with exactly
-	// the recorded request.
-	CreateRefund(ctx context.Context, key string, request json.RawMessage) (*reconcile.Made, error)
-	// RetrieveCharge retrieves a charge (ch_…), or a payment intent's (pi_…),
+	// CompensationRequest is the request a compensation records as its own
+	// effect row before Refund makes it.
+	CompensationRequest(r *reconcile.RefundRequest) json.RawMessage
+	// Terms reads what a recorded request asks for.
+	Terms(request json.RawMessage) (*reconcile.Terms, error)
+	// RetrieveCharge retrieves a charge, or the charge of a payment intent,
 	// with its refunds; an error wrapping reconcile.ErrNotFound when there
 	// is none.
 	RetrieveCharge(ctx context.Context, id string) (*reconcile.Charge, error)
@@ -99,8 +105,11 @@ type Ledger interface {
 
 // Applier makes a run's actions.
 type Applier struct {
-	Store     Ledger
-	Provider  Provider // may be nil without Apply
+	Store Ledger
+	// Providers are the providers' APIs by name (reconcile.Effect.Provider):
+	// an action at a provider not listed is a person's. Without Apply they
+	// may be missing.
+	Providers map[string]Provider
 	Escalator Escalator
 	Options
 }

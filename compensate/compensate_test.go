@@ -83,7 +83,7 @@ func (w *world) applier(run string, opt compensate.Options) *compensate.Applier 
 	if opt.Now == nil {
 		opt.Now = w.now
 	}
-	return &compensate.Applier{Store: store, Provider: w.client, Options: opt,
+	return &compensate.Applier{Store: store, Providers: map[string]compensate.Provider{"stripe": w.client}, Options: opt,
 		Escalator: &escalate.Raiser{Store: store, Pager: &escalate.Log{W: w.pages}, Owner: opt.Owner}}
 }
 
@@ -572,6 +572,31 @@ func TestBlastRadiusSumDoesNotWrap(t *testing.T) {
 		}
 		if w.sb.Requests() != before {
 			t.Errorf("%d calls made above the limit", w.sb.Requests()-before)
+		}
+	})
+}
+
+// An action at a provider the run has no API client for is handed to a
+// person: nothing is called, claimed or refunded, whatever the file says.
+func TestActionsAtAProviderWithoutAClientAreAPersons(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		w := newWorld(t, l)
+		d := w.duplicate("app:charge:0", 1250)
+		m := missing("app:charge:1", 700)
+		w.effect("app:charge:1", 700, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, "")
+		d.Provider, m.Provider = "adyen", "adyen"
+		before := w.sb.Requests()
+		res := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{d, m})
+		for _, key := range []string{d.Actions[0].Key, "app:charge:1"} {
+			if x := outcome(t, res, key); x.Outcome != reconcile.OutcomeEscalated || !strings.Contains(x.Note, "adyen") {
+				t.Errorf("%s: %s (%s), want escalated, saying there is no client for adyen", key, x.Outcome, x.Note)
+			}
+		}
+		if w.sb.Requests() != before {
+			t.Errorf("%d provider calls for actions at a provider without a client", w.sb.Requests()-before)
+		}
+		if cs, _ := w.store.ClaimListByEffect(w.ctx, "app:charge:0"); len(cs) != 0 {
+			t.Errorf("claims taken for an action a person makes: %+v", cs)
 		}
 	})
 }

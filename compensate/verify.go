@@ -2,7 +2,6 @@ package compensate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,7 +58,7 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 // the effect's: its effect key is the effect's, or, naming none, it
 // belongs to the payment intent the ledger records.
 func (r *run) retrieve(ctx context.Context, id string, e *reconcile.Effect) (*reconcile.Charge, string, error) {
-	c, err := r.Provider.RetrieveCharge(ctx, id)
+	c, err := r.Providers[e.Provider].RetrieveCharge(ctx, id)
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
 		return nil, id + " does not exist at the provider", nil
@@ -81,7 +80,7 @@ func (r *run) retrieve(ctx context.Context, id string, e *reconcile.Effect) (*re
 // fail) and may be this one: a second would refund the customer twice, so
 // a person decides. It reports whether the redelivery stops here.
 func (r *run) refundedByHand(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, c *reconcile.Claim, target string) (bool, error) {
-	ch, err := r.Provider.RetrieveCharge(ctx, target)
+	ch, err := r.Providers[d.Provider].RetrieveCharge(ctx, target)
 	var note string
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
@@ -126,42 +125,16 @@ func keptOf(d *reconcile.Discrepancy) *reconcile.Transaction {
 // refundDiffers says how a refund the provider made or a lookup found
 // differs from the compensation asked for, or "" when it does not.
 func refundDiffers(m *reconcile.Made, req *reconcile.RefundRequest) string {
-	q := &request{Amount: &req.Amount.Minor, Currency: req.Amount.Currency, Charge: req.Charge, PaymentIntent: req.PaymentIntent}
-	if diff := q.differs(req.Key, m); diff != "" {
+	q := &reconcile.Terms{Amount: &req.Amount.Minor, Currency: req.Amount.Currency, Target: req.Target}
+	if diff := differs(q, req.Key, m); diff != "" {
 		return m.ID + " " + diff
 	}
 	return ""
 }
 
-// request is what an answer is checked against: the request's amount,
-// currency and, for a refund, what it refunds.
-type request struct {
-	Amount        *int64 `json:"amount"`
-	Currency      string `json:"currency"`
-	Charge        string `json:"charge"`
-	PaymentIntent string `json:"payment_intent"`
-}
-
-func readRequest(b json.RawMessage) (*request, error) {
-	var q request
-	if err := json.Unmarshal(b, &q); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
-	}
-	return &q, nil
-}
-
-// target is what a refund request refunds: its charge, else its payment
-// intent.
-func (q *request) target() string {
-	if q.Charge != "" {
-		return q.Charge
-	}
-	return q.PaymentIntent
-}
-
 // differs says how what the provider made or a lookup found under key
-// differs from the request, or "" when it does not.
-func (q *request) differs(key string, m *reconcile.Made) string {
+// differs from the terms of its request, or "" when it does not.
+func differs(q *reconcile.Terms, key string, m *reconcile.Made) string {
 	var diffs []string
 	if m.EffectKey != key {
 		diffs = append(diffs, fmt.Sprintf("carries effect key %q", m.EffectKey))
@@ -172,11 +145,8 @@ func (q *request) differs(key string, m *reconcile.Made) string {
 	if q.Currency != "" && !strings.EqualFold(m.Amount.Currency, q.Currency) {
 		diffs = append(diffs, fmt.Sprintf("is in %s, not %s", m.Amount.Currency, strings.ToUpper(q.Currency)))
 	}
-	if q.Charge != "" && m.ChargeID != q.Charge {
-		diffs = append(diffs, fmt.Sprintf("refunds charge %q, not %s", m.ChargeID, q.Charge))
-	}
-	if q.Charge == "" && q.PaymentIntent != "" && m.PaymentIntent != q.PaymentIntent {
-		diffs = append(diffs, fmt.Sprintf("refunds payment intent %q, not %s", m.PaymentIntent, q.PaymentIntent))
+	if q.Target != "" && m.ChargeID != q.Target && m.PaymentIntent != q.Target {
+		diffs = append(diffs, fmt.Sprintf("refunds charge %q of payment intent %q, not %s", m.ChargeID, m.PaymentIntent, q.Target))
 	}
 	return strings.Join(diffs, ", ")
 }

@@ -38,8 +38,10 @@ type Job struct {
 	// Clock is the run's time: run ids, leases, cutoffs, grace periods.
 	// The ledger must be opened on the same clock. Default clock.System.
 	Clock clock.Clock
-	// Provider makes the actions; it may be nil when the run does not apply.
-	Provider compensate.Provider
+	// Providers make the actions, by provider name ("stripe"); an action at
+	// a provider not listed is handed to a person. They may be missing when
+	// the run does not apply.
+	Providers map[string]compensate.Provider
 	// Pager takes the run's pages; default one that discards them.
 	Pager escalate.Pager
 	// Owner names this process in claims (host:pid); the run adds its id.
@@ -153,8 +155,8 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (*Outcome, error) {
 		Hold: true}
 	opts := p.Actions
 	opts.RunID, opts.Owner, opts.Apply, opts.Log, opts.Crash, opts.Now = p.ID, owner, p.Apply, log, crash, j.clock().Now
-	ap := &compensate.Applier{Store: j.Store, Provider: j.Provider, Escalator: raiser, Options: opts}
-	if p.Apply && j.Provider == nil {
+	ap := &compensate.Applier{Store: j.Store, Providers: j.Providers, Escalator: raiser, Options: opts}
+	if p.Apply && len(j.Providers) == 0 {
 		return out, errors.New("a run that applies needs a provider")
 	}
 	if p.RunLease {

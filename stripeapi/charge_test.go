@@ -100,7 +100,7 @@ func TestRetrieveChargeListsItsRefundsNewestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Charge: p.ChargeID, Amount: eur(300), Compensates: "k1"})
+	ours, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Target: p.ChargeID, Amount: eur(300), Compensates: "k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestRefundSendsTheAmount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", PaymentIntent: p.ID, Amount: eur(400), Compensates: "k1"})
+	m, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Target: p.ID, Amount: eur(400), Compensates: "k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,14 +264,14 @@ func TestFindRefundByPaymentIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Charge: p1.ChargeID, Amount: eur(100), Compensates: "k1"})
+	ours, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Target: p1.ChargeID, Amount: eur(100), Compensates: "k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RefundByHand(p1.ChargeID, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c2", Charge: p2.ChargeID, Amount: eur(100), Compensates: "k2"}); err != nil {
+	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c2", Target: p2.ChargeID, Amount: eur(100), Compensates: "k2"}); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := c.FindRefund(ctx, p1.ID, "c1"); err != nil || m == nil || m.ID != ours.ID || m.PaymentIntent != p1.ID {

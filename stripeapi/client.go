@@ -108,7 +108,7 @@ func (c *Client) CreatePaymentIntent(ctx context.Context, key string, request js
 }
 
 // Refund compensates: POST /v1/refunds under Idempotency-Key r.Key, for
-// r.Charge (or, without one, r.PaymentIntent), with amount=r.Amount.Minor,
+// r.Target (a charge, or a payment intent: pi_…), with amount=r.Amount.Minor,
 // metadata[effect_key]=r.Key and metadata[compensates]=r.Compensates. The
 // amount is always sent, so that what the blast radius counted is what
 // moves, never "the rest of the charge"; a request without a positive
@@ -118,15 +118,11 @@ func (c *Client) Refund(ctx context.Context, r *reconcile.RefundRequest) (*recon
 	if err := checkKey(opRefund, r.Key); err != nil {
 		return nil, err
 	}
-	f := url.Values{}
-	switch {
-	case r.Charge != "":
-		f.Set("charge", r.Charge)
-	case r.PaymentIntent != "":
-		f.Set("payment_intent", r.PaymentIntent)
-	default:
+	if r.Target == "" {
 		return nil, &reconcile.ProviderError{Op: opRefund, Message: "refund " + r.Key + " names neither a charge nor a payment intent"}
 	}
+	f := url.Values{}
+	f.Set(targetParam(r.Target), r.Target)
 	if r.Amount.Minor <= 0 {
 		return nil, &reconcile.ProviderError{Op: opRefund, Message: fmt.Sprintf("refund %s states no positive amount (%d)", r.Key, r.Amount.Minor)}
 	}

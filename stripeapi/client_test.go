@@ -108,11 +108,11 @@ func TestRefundThenFindRefundFindsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []*reconcile.RefundRequest{
-		{Key: "k1:compensate:" + p1.ChargeID, Charge: p1.ChargeID, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Compensates: "k1"},
-		{Key: "k2:compensate:" + p2.ChargeID, PaymentIntent: p2.ID, Amount: reconcile.Money{Minor: 2500, Currency: "EUR"}, Compensates: "k2"},
+		{Key: "k1:compensate:" + p1.ChargeID, Target: p1.ChargeID, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Compensates: "k1"},
+		{Key: "k2:compensate:" + p2.ChargeID, Target: p2.ID, Amount: reconcile.Money{Minor: 2500, Currency: "EUR"}, Compensates: "k2"},
 	} {
 		wantCharge, wantIntent, wantAmount := p1.ChargeID, p1.ID, int64(1000)
-		if r.PaymentIntent != "" {
+		if r.Target == p2.ID {
 			wantCharge, wantIntent, wantAmount = p2.ChargeID, p2.ID, 2500
 		}
 		m, err := c.Refund(ctx, r)
@@ -256,7 +256,7 @@ func TestAFaultedRefundIsInDoubtAndWasMade(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Inject(sandbox.Fault{Op: sandbox.OpRefund, Kind: sandbox.FaultDropAfter, Times: 1})
-	r := &reconcile.RefundRequest{Key: "k1:compensate:" + p.ChargeID, Charge: p.ChargeID, Amount: p.Amount, Compensates: "k1"}
+	r := &reconcile.RefundRequest{Key: "k1:compensate:" + p.ChargeID, Target: p.ChargeID, Amount: p.Amount, Compensates: "k1"}
 	if _, err := c.Refund(ctx, r); !errors.Is(err, reconcile.ErrInDoubt) {
 		t.Fatalf("dropped refund: %v, want ErrInDoubt", err)
 	}

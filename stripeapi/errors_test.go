@@ -187,15 +187,15 @@ func TestBadRequestsAreRefusedBeforeSending(t *testing.T) {
 			return err
 		},
 		"refund without a key": func() error {
-			_, err := c.Refund(ctx, &reconcile.RefundRequest{Charge: "ch_1", Amount: reconcile.Money{Minor: 1, Currency: "EUR"}})
+			_, err := c.Refund(ctx, &reconcile.RefundRequest{Target: "ch_1", Amount: reconcile.Money{Minor: 1, Currency: "EUR"}})
 			return err
 		},
 		"refund without an amount": func() error {
-			_, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "k1", Charge: "ch_1"})
+			_, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "k1", Target: "ch_1"})
 			return err
 		},
 		"refund of a negative amount": func() error {
-			_, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "k1", PaymentIntent: "pi_1", Amount: reconcile.Money{Minor: -5, Currency: "EUR"}})
+			_, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "k1", Target: "pi_1", Amount: reconcile.Money{Minor: -5, Currency: "EUR"}})
 			return err
 		},
 		"redelivered refund, not an object": func() error {
@@ -261,7 +261,7 @@ func TestRequestsCarryTheKeysAndTheAPIKey(t *testing.T) {
 	defer ts.Close()
 	c := stripeapi.New(stripeapi.Config{BaseURL: ts.URL, APIKey: testKey})
 	ctx := context.Background()
-	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Charge: "ch_1", Amount: reconcile.Money{Minor: 100, Currency: "USD"}, Compensates: "k1"}); err != nil {
+	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "c1", Target: "ch_1", Amount: reconcile.Money{Minor: 100, Currency: "USD"}, Compensates: "k1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.FindPayment(ctx, "k1"); err != nil {

@@ -74,10 +74,10 @@ func TestRequestsValidateAgainstStripeMock(t *testing.T) {
 		t.Fatal(err)
 	}
 	part := reconcile.Money{Minor: 400000, Currency: "EUR"}
-	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: key + ":compensate:" + p1.ChargeID, Charge: p1.ChargeID, Amount: part, Compensates: key}); err != nil {
+	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: key + ":compensate:" + p1.ChargeID, Target: p1.ChargeID, Amount: part, Compensates: key}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "run_8f3c1a:charge:1:compensate:" + p2.ChargeID, PaymentIntent: p2.ID, Amount: p2.Amount, Compensates: "run_8f3c1a:charge:1"}); err != nil {
+	if _, err := c.Refund(ctx, &reconcile.RefundRequest{Key: "run_8f3c1a:charge:1:compensate:" + p2.ChargeID, Target: p2.ID, Amount: p2.Amount, Compensates: "run_8f3c1a:charge:1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.FindPayment(ctx, key); err != nil {

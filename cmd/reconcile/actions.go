@@ -120,15 +120,16 @@ func (f *actionFlags) options(apply bool) (compensate.Options, error) {
 		MaxRefund: maxRefund}, nil
 }
 
-// provider is the provider's API, for a run that applies; nil otherwise.
-func (f *actionFlags) provider(apply bool) (compensate.Provider, error) {
+// providers are the providers' APIs by name, for a run that applies; nil
+// otherwise. Stripe's is the one there is.
+func (f *actionFlags) providers(apply bool) (map[string]compensate.Provider, error) {
 	if !apply {
 		return nil, nil
 	}
 	if f.apiKey == "" {
 		return nil, usageError("--apply needs the provider's API key in STRIPE_API_KEY")
 	}
-	return stripeapi.New(stripeapi.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout}), nil
+	return map[string]compensate.Provider{"stripe": stripeapi.New(stripeapi.Config{BaseURL: f.providerURL, APIKey: f.apiKey, Timeout: f.providerTimeout})}, nil
 }
 
 // owner names this process in claims: host:pid.

@@ -177,7 +177,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if p.PageCritical, err = amounts("--page-critical", f.page.critical); err != nil {
 		return err
 	}
-	prov, err := f.act.provider(f.apply)
+	providers, err := f.act.providers(f.apply)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	}
 	p.ID = job.NewRunID(a.clock.Now())
 	p.Args, _ = json.Marshal(map[string]any{"inputs": args, "as_of": f.asOf, "lag": f.lag.String(), "apply": f.apply, "slot": f.slot})
-	j := &job.Job{Store: store, Clock: a.clock, Provider: prov, Pager: a.pager(&f.act, f.page.clientURL), Owner: owner(),
+	j := &job.Job{Store: store, Clock: a.clock, Providers: providers, Pager: a.pager(&f.act, f.page.clientURL), Owner: owner(),
 		Log: a.log, Progress: a.showProgress} // the job adds the run's id to its records
 	defer func(log *slog.Logger) { a.log = log }(a.log)
 	a.log = a.log.With("run_id", p.ID) // on every record of the run
