@@ -34,35 +34,36 @@ type Sink interface {
 
 // Total is the count and signed gross sum of one currency and kind.
 type Total struct {
-	Provider    string         `json:"provider"`
-	Currency    string         `json:"currency"`
-	Kind        reconcile.Kind `json:"kind"`
-	Count       int            `json:"count"`
-	AmountMinor int64          `json:"amount_minor"`
-	FeeMinor    int64          `json:"fee_minor,omitempty"` // the fees, positive as a cost; 0 where the input gives none
+	Provider    string
+	Currency    string
+	Kind        reconcile.Kind
+	Count       int
+	AmountMinor int64
+	FeeMinor    int64 // the fees, positive as a cost; 0 where the input gives none
 	// Overflow is set when the sum went past int64: AmountMinor is then
 	// the bound it saturated at, never a wrapped total.
-	Overflow bool `json:"overflow,omitempty"`
+	Overflow bool
 }
 
-// Input is the account of one source read: every row is evidence, rejected
+// Input is the account of one source read (report.InputOf is how the
+// outputs show it): every row is evidence, rejected
 // or ignored, so Rows = Evidence + Rejected + Ignored. A webhook event that
 // carries several refunds is one row per refund.
 type Input struct {
-	URI      string         `json:"uri"`
-	Format   string         `json:"format"`
-	Hash     string         `json:"sha256"`
-	ETag     string         `json:"etag,omitempty"`
-	Bytes    int64          `json:"bytes"`
-	Rows     int            `json:"rows"`
-	Evidence int            `json:"evidence"`
-	Rejected int            `json:"rejected"`
-	Ignored  int            `json:"ignored"`
-	Ignores  map[string]int `json:"ignored_reasons,omitempty"` // reason → rows
-	Totals   []Total        `json:"totals"`
+	URI      string
+	Format   string
+	Hash     string
+	ETag     string
+	Bytes    int64
+	Rows     int
+	Evidence int
+	Rejected int
+	Ignored  int
+	Ignores  map[string]int // reason → rows
+	Totals   []Total
 	// AlreadyIngested is set by callers that found the same content in the
 	// ledger's manifest and so read nothing.
-	AlreadyIngested bool `json:"already_ingested,omitempty"`
+	AlreadyIngested bool
 }
 
 // MaxClockSkew is how much later than the run's clock evidence may be

@@ -73,12 +73,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			sinks[i].unlist(max(in.Rejected-len(rej), 0)) // the rows not read back
 		}
 		out.sourceIDs[i], out.coverage[i] = id, res.Coverage
-		out.inputs[i] = report.Input{URI: in.URI, Format: in.Format, Rows: in.Rows, Evidence: in.Evidence,
-			Rejected: in.Rejected, Ignored: in.Ignored, AlreadyIngested: in.AlreadyIngested}
-		for _, t := range in.Totals {
-			out.inputs[i].Totals = append(out.inputs[i].Totals, report.Volume{Provider: t.Provider, Currency: t.Currency, Kind: t.Kind,
-				Count: t.Count, AmountMinor: t.AmountMinor, FeeMinor: t.FeeMinor})
-		}
+		out.inputs[i] = report.InputOf(in)
 		return nil
 	}
 	g, gctx := errgroup.WithContext(ctx)

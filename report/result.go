@@ -4,6 +4,7 @@
 package report
 
 import (
+	"reconcile/ingest"
 	"strings"
 	"time"
 
@@ -71,20 +72,42 @@ type Volume struct {
 	// cost, 0 where the input gives none.
 	AmountMinor int64 `json:"amount_minor"`
 	FeeMinor    int64 `json:"fee_minor,omitempty"`
+	// Overflow is set when the sum went past int64: AmountMinor is then
+	// the bound it saturated at, never a wrapped total.
+	Overflow bool `json:"overflow,omitempty"`
 }
 
-// Input is one input's account.
+// Input is one input's account, in every output that shows one: the run's
+// result and `ingest --json`. Rows = Evidence + Rejected + Ignored.
 type Input struct {
-	URI             string `json:"uri"`
-	Format          string `json:"format"`
-	Rows            int    `json:"rows"`
-	Evidence        int    `json:"evidence"`
-	Rejected        int    `json:"rejected"`
-	Ignored         int    `json:"ignored"`
-	AlreadyIngested bool   `json:"already_ingested,omitempty"`
+	URI      string `json:"uri"`
+	Format   string `json:"format"`
+	Hash     string `json:"sha256"` // of the content as read
+	ETag     string `json:"etag,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	Rows     int    `json:"rows"`
+	Evidence int    `json:"evidence"`
+	Rejected int    `json:"rejected"`
+	Ignored  int    `json:"ignored"`
+	// Ignores counts the ignored rows by reason.
+	Ignores map[string]int `json:"ignored_reasons,omitempty"`
+	// AlreadyIngested is set when the ledger held the same content: nothing
+	// was read, and the counts are those of its first ingest.
+	AlreadyIngested bool `json:"already_ingested,omitempty"`
 	// Totals are the evidence the input gave per provider, currency and
 	// kind: for the tie-out to the payout and the bank statement.
 	Totals []Volume `json:"totals,omitempty"`
+}
+
+// InputOf is in as the outputs show it.
+func InputOf(in *ingest.Input) Input {
+	out := Input{URI: in.URI, Format: in.Format, Hash: in.Hash, ETag: in.ETag, Bytes: in.Bytes, Rows: in.Rows, Evidence: in.Evidence,
+		Rejected: in.Rejected, Ignored: in.Ignored, Ignores: in.Ignores, AlreadyIngested: in.AlreadyIngested}
+	for _, t := range in.Totals {
+		out.Totals = append(out.Totals, Volume{Provider: t.Provider, Currency: t.Currency, Kind: t.Kind, Count: t.Count,
+			AmountMinor: t.AmountMinor, FeeMinor: t.FeeMinor, Overflow: t.Overflow})
+	}
+	return out
 }
 
 // Discrepancy is one finding: an effect's class other than confirmed, or an

@@ -59,7 +59,7 @@ Examples:
 				}
 				defer j.Store.Close()
 			}
-			res := checkResult{Inputs: []*ingest.Input{}}
+			res := checkResult{Inputs: []report.Input{}}
 			var (
 				failed   []error
 				rejected job.RejectedList
@@ -73,7 +73,7 @@ Examples:
 					failed = append(failed, err)
 					continue
 				}
-				res.Inputs = append(res.Inputs, input)
+				res.Inputs = append(res.Inputs, report.InputOf(input))
 			}
 			res.Rejected, res.Unlisted = rejected.Listed()
 			if jsonPath != "" {
@@ -107,7 +107,7 @@ func inputFailure(err error) error {
 }
 
 type checkResult struct {
-	Inputs   []*ingest.Input   `json:"inputs"`
+	Inputs   []report.Input    `json:"inputs"`
 	Rejected []report.Rejected `json:"rejected"`
 	// Unlisted counts the rejected rows beyond maxListedRejected.
 	Unlisted int `json:"rejected_unlisted,omitempty"`
