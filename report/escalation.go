@@ -36,12 +36,13 @@ type Escalation struct {
 // EscalationOf is e as the outputs show it.
 func EscalationOf(e *reconcile.Escalation) Escalation {
 	return Escalation{Key: e.Key, Subject: e.Subject, Class: string(e.Class), Reason: e.Reason, RunID: e.RunID, Status: string(e.Status),
-		Generation: e.Generation, OpenedAt: timeOrNil(e.OpenedAt), PagedAt: timeOrNil(e.PagedAt), AcknowledgedAt: timeOrNil(e.AcknowledgedAt),
-		AcknowledgedBy: e.AcknowledgedBy, ResolvedAt: timeOrNil(e.ResolvedAt), ResolvedBy: e.ResolvedBy, Note: e.Note}
+		Generation: e.Generation, OpenedAt: NullTime(e.OpenedAt), PagedAt: NullTime(e.PagedAt), AcknowledgedAt: NullTime(e.AcknowledgedAt),
+		AcknowledgedBy: e.AcknowledgedBy, ResolvedAt: NullTime(e.ResolvedAt), ResolvedBy: e.ResolvedBy, Note: e.Note}
 }
 
-// timeOrNil is t in UTC, or nil when it is zero: a time not reached yet.
-func timeOrNil(t time.Time) *time.Time {
+// NullTime is t in UTC, or nil (null in JSON) when it is zero: a time not
+// reached yet.
+func NullTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}

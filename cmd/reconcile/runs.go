@@ -105,7 +105,7 @@ func listRuns(ctx context.Context, store ledgerdb.Store, limit int) ([]runRow, e
 	}
 	rows := make([]runRow, 0, len(runs))
 	for _, r := range runs {
-		row := runRow{RunID: r.ID, Status: string(r.Status), StartedAt: timeOrNil(r.StartedAt), FinishedAt: timeOrNil(r.FinishedAt)}
+		row := runRow{RunID: r.ID, Status: string(r.Status), StartedAt: report.NullTime(r.StartedAt), FinishedAt: report.NullTime(r.FinishedAt)}
 		var args struct {
 			Apply bool `json:"apply"`
 		}
@@ -209,14 +209,6 @@ func moneyText(m map[string]int64) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 func stampOf(t *time.Time) string {
