@@ -11,37 +11,23 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
-const claimCols = `key, owner, fence, state, lease_until, result, error, claimed_at, settled_at`
+// claimOf converts a claim row, its times in UTC.
+func claimOf(r dbsqlc.Claim) reconcile.Claim {
+	return reconcile.Claim{Key: r.Key, Owner: r.Owner, Fence: r.Fence, State: reconcile.ClaimState(r.State),
+		LeaseUntil: utcOf(r.LeaseUntil), Result: r.Result, Error: textOf(r.Error), ClaimedAt: r.ClaimedAt.UTC(),
+		SettledAt: utcOf(r.SettledAt)}
+}
 
-func scanClaim(row pgx.Row) (*reconcile.Claim, error) {
-	var (
-		c            reconcile.Claim
-		state        string
-		until, settl *time.Time
-		errText      *string
-		result       []byte
-	)
-	if err := row.Scan(&c.Key, &c.Owner, &c.Fence, &state, &until, &result, &errText, &c.ClaimedAt, &settl); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
-		return nil, err
+// claimsOf converts claim rows.
+func claimsOf(rows []dbsqlc.Claim) []reconcile.Claim {
+	out := make([]reconcile.Claim, len(rows))
+	for i, r := range rows {
+		out[i] = claimOf(r)
 	}
-	c.State = reconcile.ClaimState(state)
-	if until != nil {
-		c.LeaseUntil = until.UTC()
-	}
-	if settl != nil {
-		c.SettledAt = settl.UTC()
-	}
-	if errText != nil {
-		c.Error = *errText
-	}
-	c.Result = result
-	c.ClaimedAt = c.ClaimedAt.UTC()
-	return &c, nil
+	return out
 }
 
 // leaseUntil is the deadline of a lease of length ttl taken at now, or NULL
@@ -63,32 +49,24 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 	for range 10 {
 		var res *reconcile.ClaimResult
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			now := s.now()
-			c, err := scanClaim(tx.QueryRow(ctx, `
-				INSERT INTO claim (key, owner, fence, state, lease_until, claimed_at)
-				VALUES ($1, $2, 1, 'held', $3, $4)
-				ON CONFLICT (key) DO UPDATE
-				SET owner = EXCLUDED.owner, fence = claim.fence + 1, state = 'held',
-				    lease_until = EXCLUDED.lease_until, claimed_at = EXCLUDED.claimed_at,
-				    result = NULL, error = NULL, settled_at = NULL
-				WHERE claim.state = 'failed'
-				   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= EXCLUDED.claimed_at)
-				RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), now))
+			q, now := dbsqlc.New(tx), s.now()
+			c, err := q.ClaimAcquireUpsert(ctx, dbsqlc.ClaimAcquireUpsertParams{Key: p.Key, Owner: p.Owner,
+				LeaseUntil: leaseUntil(now, p.TTL), ClaimedAt: now})
 			if err == nil {
-				res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: *c}
+				res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: claimOf(c)}
 				if p.Effect != nil {
-					_, err = recordAttempt(ctx, tx, p.Effect, now)
+					_, err = recordAttempt(ctx, q, p.Effect, now)
 				}
 				return err
 			}
-			if !errors.Is(err, reconcile.ErrNotFound) {
+			if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
 				return err
 			}
-			cur, err := scanClaim(tx.QueryRow(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1`, p.Key))
-			if err != nil {
-				return err
+			if c, err = q.ClaimGet(ctx, p.Key); err != nil {
+				return interpretError(err)
 			}
-			res = driver.Unclaimable(cur, now)
+			cur := claimOf(c)
+			res = driver.Unclaimable(&cur, now)
 			return nil
 		})
 		if err != nil {
@@ -103,14 +81,12 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 
 // ClaimRenew implements ledgerdb.Store.
 func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
-	c, err := scanClaim(s.pool.QueryRow(ctx, `
-		UPDATE claim SET lease_until = $3
-		WHERE key = $1 AND fence = $2 AND state = 'held'
-		RETURNING `+claimCols, p.Key, p.Fence, leaseUntil(s.now(), p.TTL)))
+	c, err := dbsqlc.New(s.pool).ClaimRenewUpdate(ctx, dbsqlc.ClaimRenewUpdateParams{Key: p.Key, Fence: p.Fence,
+		LeaseUntil: leaseUntil(s.now(), p.TTL)})
 	if err == nil {
-		return &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}, nil
+		return &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: claimOf(c)}, nil
 	}
-	if !errors.Is(err, reconcile.ErrNotFound) {
+	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
 		return nil, fmt.Errorf("renew %s: %w", p.Key, err)
 	}
 	cur, err := s.ClaimGet(ctx, p.Key)
@@ -125,41 +101,37 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 // transaction reads the row under lock to say why and, for a superseded
 // success, records the orphan.
 func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
-	state, result, errText := driver.SettleValues(p)
+	state, result, errText := settleValues(p)
 	var res *reconcile.WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		now := s.now()
-		c, err := scanClaim(tx.QueryRow(ctx, `
-			UPDATE claim SET state = $3, result = $4, error = $5, settled_at = $6, lease_until = NULL
-			WHERE key = $1 AND fence = $2 AND state = 'held'
-			RETURNING `+claimCols, p.Key, p.Fence, state, result, errText, now))
+		q, now := dbsqlc.New(tx), s.now()
+		c, err := q.ClaimSettleUpdate(ctx, dbsqlc.ClaimSettleUpdateParams{Key: p.Key, Fence: p.Fence, State: state,
+			Result: result, Error: errText, SettledAt: now})
 		if err == nil {
-			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
+			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: claimOf(c)}
 			if p.Success && p.Confirm != nil {
-				_, err = tx.Exec(ctx, `UPDATE effect SET status = 'confirmed', external_id = $2, response = $3, confirmed_at = $4
-					WHERE key = $1 AND status = 'attempted'`, p.Confirm.Key, p.Confirm.ExternalID, nullJSON(p.Confirm.Response), now)
+				err = q.EffectConfirmIfAttempted(ctx, dbsqlc.EffectConfirmIfAttemptedParams{Key: p.Confirm.Key,
+					ExternalID: p.Confirm.ExternalID, Response: jsonText(p.Confirm.Response), ConfirmedAt: now})
 			}
 			return err
 		}
-		if !errors.Is(err, reconcile.ErrNotFound) {
+		if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
 			return err
 		}
-		cur, err := scanClaim(tx.QueryRow(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1 FOR UPDATE`, p.Key))
-		if err != nil {
-			return err
+		if c, err = q.ClaimGetForUpdate(ctx, p.Key); err != nil {
+			return interpretError(err)
 		}
-		if res, err = driver.Unwritten(cur, p.Fence); err != nil {
+		cur := claimOf(c)
+		if res, err = driver.Unwritten(&cur, p.Fence); err != nil {
 			return err
 		}
 		if !p.Success {
 			return nil
 		}
-		o := driver.NewOrphan(cur, p, now)
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO orphan (key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-			o.Key, o.StaleFence, o.StaleOwner, nullJSON(o.StaleResult), o.CurrentFence, o.CurrentOwner, string(o.CurrentState),
-			nullJSON(o.CurrentResult), o.RecordedAt).Scan(&o.ID); err != nil {
+		o := driver.NewOrphan(&cur, p, now)
+		if o.ID, err = q.OrphanInsert(ctx, dbsqlc.OrphanInsertParams{Key: o.Key, StaleFence: o.StaleFence, StaleOwner: o.StaleOwner,
+			StaleResult: jsonText(o.StaleResult), CurrentFence: o.CurrentFence, CurrentOwner: o.CurrentOwner,
+			CurrentState: string(o.CurrentState), CurrentResult: jsonText(o.CurrentResult), RecordedAt: o.RecordedAt}); err != nil {
 			return err
 		}
 		res.Orphan = o
@@ -173,46 +145,66 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 
 // ClaimGet implements ledgerdb.Store.
 func (s *Store) ClaimGet(ctx context.Context, key string) (*reconcile.Claim, error) {
-	return scanClaim(s.pool.QueryRow(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1`, key))
+	r, err := dbsqlc.New(s.pool).ClaimGet(ctx, key)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	c := claimOf(r)
+	return &c, nil
 }
 
 // ClaimGetMany implements ledgerdb.Store.
 func (s *Store) ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ANY($1)`, nonNil(keys))
+	rows, err := dbsqlc.New(s.pool).ClaimGetMany(ctx, nonNil(keys))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]*reconcile.Claim{}
-	for rows.Next() {
-		c, err := scanClaim(rows)
-		if err != nil {
-			return nil, err
-		}
-		out[c.Key] = c
+	for _, r := range rows {
+		c := claimOf(r)
+		out[c.Key] = &c
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // OrphanList implements ledgerdb.Store.
 func (s *Store) OrphanList(ctx context.Context) ([]reconcile.Orphan, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at
-		FROM orphan ORDER BY id`)
+	rows, err := dbsqlc.New(s.pool).OrphanList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Orphan, error) {
-		var (
-			o     reconcile.Orphan
-			state string
-		)
-		err := r.Scan(&o.ID, &o.Key, &o.StaleFence, &o.StaleOwner, &o.StaleResult, &o.CurrentFence, &o.CurrentOwner,
-			&state, &o.CurrentResult, &o.RecordedAt)
-		o.CurrentState = reconcile.ClaimState(state)
-		o.RecordedAt = o.RecordedAt.UTC()
-		return o, err
-	})
+	out := make([]reconcile.Orphan, len(rows))
+	for i, r := range rows {
+		out[i] = reconcile.Orphan{ID: r.ID, Key: r.Key, StaleFence: r.StaleFence, StaleOwner: r.StaleOwner, StaleResult: r.StaleResult,
+			CurrentFence: r.CurrentFence, CurrentOwner: r.CurrentOwner, CurrentState: reconcile.ClaimState(r.CurrentState),
+			CurrentResult: r.CurrentResult, RecordedAt: r.RecordedAt.UTC()}
+	}
+	return out, nil
+}
+
+// settleValues is driver.SettleValues with the types of the settle's
+// parameters: the result as JSON text, and nil for NULL.
+func settleValues(p *ledgerdb.SettleParams) (state string, result, errText *string) {
+	state, res, text := driver.SettleValues(p)
+	if s, ok := res.(string); ok {
+		result = &s
+	}
+	if s, ok := text.(string); ok {
+		errText = &s
+	}
+	return state, result, errText
+}
+
+// jsonText passes a JSON document to a query as text, and an empty one
+// as NULL. The queries take JSON as text (x::text::jsonb): pgx sends a
+// string as it is in every query exec mode, but []byte as bytea in the
+// exec and simple_protocol modes.
+func jsonText(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 // nullJSON passes a JSON document as text, and an empty one as NULL.

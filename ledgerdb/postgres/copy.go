@@ -18,7 +18,8 @@ const copyBatch = 1000
 // copyStream is the pgx.CopyFromSource of one COPY that runs while the
 // source is still being parsed: the parser fills the next batch while
 // PostgreSQL writes the last, so that reading and writing overlap instead
-// of taking turns. At most a few batches are held.
+// of taking turns. At most a few batches are held. Hand-written: sqlc's
+// :copyfrom takes its rows as one slice, given whole before the COPY.
 type copyStream struct {
 	batches chan [][]any
 	mu      sync.Mutex

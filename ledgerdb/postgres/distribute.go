@@ -24,6 +24,8 @@ import (
 // fence. The fence is the partition's row in stage_result: it is written in
 // the transaction that records the partition's confirmations, so that of
 // two workers that matched one partition the second records nothing.
+// The statements here are hand-written: they read River's tables, which
+// are not in sqlc's schema, and feed the matching's own (match.go).
 
 const partitionQueue = "reconcile_partition"
 

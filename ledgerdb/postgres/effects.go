@@ -11,46 +11,19 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
-const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth`
-
-func scanEffect(row pgx.Row) (*reconcile.Effect, error) {
-	var (
-		e         reconcile.Effect
-		status    string
-		extID     *string
-		req, resp []byte
-		confirmed *time.Time
-		parent    *string
-	)
-	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &e.CreatedAt, &confirmed, &parent, &e.Depth); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
-		return nil, err
-	}
-	e.Status = reconcile.Status(status)
-	if extID != nil {
-		e.ExternalID = *extID
-	}
-	e.Request = req
-	if resp != nil {
-		e.Response = resp
-	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	if confirmed != nil {
-		e.ConfirmedAt = confirmed.UTC()
-	}
-	if parent != nil {
-		e.ParentKey = *parent
-	}
-	return &e, nil
+// effectOf converts an effect row, its times in UTC.
+func effectOf(r dbsqlc.Effect) *reconcile.Effect {
+	return &reconcile.Effect{Key: r.Key, RunID: r.RunID, Step: r.Step, Provider: r.Provider, Status: reconcile.Status(r.Status),
+		ExternalID: textOf(r.ExternalID), Request: r.Request, Response: r.Response, CreatedAt: r.CreatedAt.UTC(),
+		ConfirmedAt: utcOf(r.ConfirmedAt), ParentKey: textOf(r.ParentKey), Depth: r.Depth}
 }
 
 // EffectRecord implements ledgerdb.Store.
 func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
-	res, err := recordAttempt(ctx, s.pool, p, s.now())
+	res, err := recordAttempt(ctx, dbsqlc.New(s.pool), p, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
 	}
@@ -59,45 +32,38 @@ func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*le
 
 // recordAttempt inserts an attempted effect, or returns the row when it
 // records the same attempt.
-func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
+func recordAttempt(ctx context.Context, q *dbsqlc.Queries, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
 	req, err := driver.CanonicalJSON(p.Request)
 	if err != nil {
 		return nil, err
 	}
-	var parent any
+	var parent *string
 	if p.ParentKey != "" {
-		parent = p.ParentKey
+		parent = &p.ParentKey
 	}
-	e, err := scanEffect(q.QueryRow(ctx, `
-		INSERT INTO effect (key, run_id, step, provider, status, request, created_at, parent_key, depth)
-		VALUES ($1, $2, $3, $4, 'attempted', $5, $6, $7, $8)
-		ON CONFLICT (key) DO NOTHING
-		RETURNING `+effectCols,
-		p.Key, p.RunID, p.Step, p.Provider, string(req), now, parent, p.Depth))
+	r, err := q.EffectRecordInsert(ctx, dbsqlc.EffectRecordInsertParams{Key: p.Key, RunID: p.RunID, Step: p.Step, Provider: p.Provider,
+		Request: string(req), CreatedAt: now, ParentKey: parent, Depth: p.Depth})
 	if err == nil {
-		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
+		return &ledgerdb.RecordResult{Effect: *effectOf(r), Created: true}, nil
 	}
-	if !errors.Is(err, reconcile.ErrNotFound) {
+	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
 		return nil, err
 	}
-	if e, err = scanEffect(q.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, p.Key)); err != nil {
-		return nil, err
+	if r, err = q.EffectGet(ctx, p.Key); err != nil {
+		return nil, interpretError(err)
 	}
-	return driver.SameAttempt(e, p, req)
+	return driver.SameAttempt(effectOf(r), p, req)
 }
 
 // EffectConfirm implements ledgerdb.Store.
 func (s *Store) EffectConfirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
-	var resp any // NULL when no response was given
-	if len(p.Response) > 0 {
-		resp = string(p.Response)
+	r, err := dbsqlc.New(s.pool).EffectConfirmUpdate(ctx, dbsqlc.EffectConfirmUpdateParams{Key: p.Key, ExternalID: p.ExternalID,
+		Response: jsonText(p.Response), ConfirmedAt: s.now()})
+	if err == nil {
+		return effectOf(r), nil
 	}
-	e, err := scanEffect(s.pool.QueryRow(ctx, `
-		UPDATE effect SET status = 'confirmed', external_id = $2, response = $3, confirmed_at = $4
-		WHERE key = $1 AND status = 'attempted'
-		RETURNING `+effectCols, p.Key, p.ExternalID, resp, s.now()))
-	if !errors.Is(err, reconcile.ErrNotFound) {
-		return e, err
+	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
 	}
 	cur, err := s.EffectGet(ctx, p.Key)
 	if err != nil {
@@ -108,11 +74,12 @@ func (s *Store) EffectConfirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*
 
 // EffectAbandon implements ledgerdb.Store.
 func (s *Store) EffectAbandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
-	e, err := scanEffect(s.pool.QueryRow(ctx, `
-		UPDATE effect SET status = 'abandoned' WHERE key = $1 AND status = 'attempted'
-		RETURNING `+effectCols, p.Key))
-	if !errors.Is(err, reconcile.ErrNotFound) {
-		return e, err
+	r, err := dbsqlc.New(s.pool).EffectAbandonUpdate(ctx, p.Key)
+	if err == nil {
+		return effectOf(r), nil
+	}
+	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
 	}
 	cur, err := s.EffectGet(ctx, p.Key)
 	if err != nil {
@@ -123,10 +90,16 @@ func (s *Store) EffectAbandon(ctx context.Context, p *ledgerdb.AbandonParams) (*
 
 // EffectGet implements ledgerdb.Store.
 func (s *Store) EffectGet(ctx context.Context, key string) (*reconcile.Effect, error) {
-	return scanEffect(s.pool.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1`, key))
+	r, err := dbsqlc.New(s.pool).EffectGet(ctx, key)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return effectOf(r), nil
 }
 
-// EffectLoad implements ledgerdb.Store, with COPY.
+// EffectLoad implements ledgerdb.Store, with COPY. Hand-written: sqlc's
+// :copyfrom takes a slice of its own rows, a second copy of every effect
+// of a bench's world.
 func (s *Store) EffectLoad(ctx context.Context, effects []reconcile.Effect) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"effect"}, []string{"key", "run_id", "step", "provider", "status", "external_id",

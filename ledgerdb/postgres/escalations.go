@@ -12,152 +12,117 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
-const escalationCols = `key, subject, class, reason, run_id, status, generation, opened_at, paged_at, resolved_at, resolved_by, note, acknowledged_at, acknowledged_by`
+// escalationOf converts an escalation row, its times in UTC.
+func escalationOf(r dbsqlc.Escalation) reconcile.Escalation {
+	return reconcile.Escalation{Key: r.Key, Subject: r.Subject, Class: reconcile.Class(r.Class), Reason: r.Reason, RunID: r.RunID,
+		Status: reconcile.EscalationStatus(r.Status), Generation: r.Generation, OpenedAt: r.OpenedAt.UTC(), PagedAt: utcOf(r.PagedAt),
+		AcknowledgedAt: utcOf(r.AcknowledgedAt), AcknowledgedBy: textOf(r.AcknowledgedBy), ResolvedAt: utcOf(r.ResolvedAt),
+		ResolvedBy: textOf(r.ResolvedBy), Note: textOf(r.Note)}
+}
 
-func scanEscalation(row pgx.Row) (*reconcile.Escalation, error) {
-	var (
-		e                      reconcile.Escalation
-		class, status          string
-		paged, resolved, acked *time.Time
-		resolvedBy, note, by   *string
-	)
-	if err := row.Scan(&e.Key, &e.Subject, &class, &e.Reason, &e.RunID, &status, &e.Generation, &e.OpenedAt, &paged, &resolved,
-		&resolvedBy, &note, &acked, &by); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
-		return nil, err
+// escalationsOf converts escalation rows.
+func escalationsOf(rows []dbsqlc.Escalation) []reconcile.Escalation {
+	out := make([]reconcile.Escalation, len(rows))
+	for i, r := range rows {
+		out[i] = escalationOf(r)
 	}
-	e.Class, e.Status = reconcile.Class(class), reconcile.EscalationStatus(status)
-	e.OpenedAt = e.OpenedAt.UTC()
-	if paged != nil {
-		e.PagedAt = paged.UTC()
-	}
-	if resolved != nil {
-		e.ResolvedAt = resolved.UTC()
-	}
-	if resolvedBy != nil {
-		e.ResolvedBy = *resolvedBy
-	}
-	if note != nil {
-		e.Note = *note
-	}
-	if acked != nil {
-		e.AcknowledgedAt = acked.UTC()
-	}
-	if by != nil {
-		e.AcknowledgedBy = *by
-	}
-	return &e, nil
+	return out
 }
 
 // EscalationOpen implements ledgerdb.Store: one conditional upsert that opens the
 // escalation, or opens a resolved one again under the next generation.
 func (s *Store) EscalationOpen(ctx context.Context, p *ledgerdb.EscalateParams) (*ledgerdb.EscalateResult, error) {
-	e, err := scanEscalation(s.pool.QueryRow(ctx, `
-		INSERT INTO escalation (key, subject, class, reason, run_id, status, generation, opened_at)
-		VALUES ($1, $2, $3, $4, $5, 'open', 1, $6)
-		ON CONFLICT (key) DO UPDATE
-		SET status = 'open', generation = escalation.generation + 1, reason = EXCLUDED.reason, run_id = EXCLUDED.run_id,
-		    opened_at = EXCLUDED.opened_at, paged_at = NULL, resolved_at = NULL, resolved_by = NULL, note = NULL,
-		    acknowledged_at = NULL, acknowledged_by = NULL
-		WHERE escalation.status = 'resolved'
-		RETURNING `+escalationCols, p.Key, p.Subject, string(p.Class), p.Reason, p.RunID, s.now()))
+	q := dbsqlc.New(s.pool)
+	e, err := q.EscalationOpenUpsert(ctx, dbsqlc.EscalationOpenUpsertParams{Key: p.Key, Subject: p.Subject, Class: string(p.Class),
+		Reason: p.Reason, RunID: p.RunID, OpenedAt: s.now()})
 	if err == nil {
-		return &ledgerdb.EscalateResult{Escalation: *e, Opened: true}, nil
+		return &ledgerdb.EscalateResult{Escalation: escalationOf(e), Opened: true}, nil
 	}
-	if !errors.Is(err, reconcile.ErrNotFound) {
+	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
 		return nil, fmt.Errorf("escalate %s: %w", p.Key, err)
 	}
-	if e, err = scanEscalation(s.pool.QueryRow(ctx, `SELECT `+escalationCols+` FROM escalation WHERE key = $1`, p.Key)); err != nil {
-		return nil, fmt.Errorf("escalate %s: %w", p.Key, err)
+	if e, err = q.EscalationGet(ctx, p.Key); err != nil {
+		return nil, fmt.Errorf("escalate %s: %w", p.Key, interpretError(err))
 	}
-	return &ledgerdb.EscalateResult{Escalation: *e}, nil
+	return &ledgerdb.EscalateResult{Escalation: escalationOf(e)}, nil
 }
 
 // EscalationAcknowledge implements ledgerdb.Store.
 func (s *Store) EscalationAcknowledge(ctx context.Context, p *ledgerdb.AcknowledgeParams) (*reconcile.Escalation, error) {
-	e, err := scanEscalation(s.pool.QueryRow(ctx, `UPDATE escalation SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3
-		WHERE key = $1 AND status = 'open' RETURNING `+escalationCols, p.Key, s.now(), p.By))
-	if !errors.Is(err, reconcile.ErrNotFound) {
-		return e, err
+	q := dbsqlc.New(s.pool)
+	r, err := q.EscalationAcknowledgeUpdate(ctx, dbsqlc.EscalationAcknowledgeUpdateParams{Key: p.Key, AcknowledgedAt: s.now(),
+		AcknowledgedBy: p.By})
+	if err == nil {
+		e := escalationOf(r)
+		return &e, nil
 	}
-	if e, err = scanEscalation(s.pool.QueryRow(ctx, `SELECT `+escalationCols+` FROM escalation WHERE key = $1`, p.Key)); err != nil {
-		return nil, fmt.Errorf("acknowledge %s: %w", p.Key, err)
+	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
 	}
-	return driver.Acknowledged(e)
+	if r, err = q.EscalationGet(ctx, p.Key); err != nil {
+		return nil, fmt.Errorf("acknowledge %s: %w", p.Key, interpretError(err))
+	}
+	e := escalationOf(r)
+	return driver.Acknowledged(&e)
 }
 
 // EscalationMarkPaged implements ledgerdb.Store.
 func (s *Store) EscalationMarkPaged(ctx context.Context, p *ledgerdb.MarkPagedParams) error {
-	_, err := s.pool.Exec(ctx, `UPDATE escalation SET paged_at = $3 WHERE key = $1 AND generation = $2 AND paged_at IS NULL`,
-		p.Key, p.Generation, s.now())
-	return err
+	return dbsqlc.New(s.pool).EscalationMarkPagedUpdate(ctx, dbsqlc.EscalationMarkPagedUpdateParams{Key: p.Key,
+		Generation: p.Generation, PagedAt: s.now()})
 }
 
 // EscalationList implements ledgerdb.Store.
 func (s *Store) EscalationList(ctx context.Context, p *ledgerdb.EscalationsParams) ([]reconcile.Escalation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+escalationCols+` FROM escalation
-		WHERE ($1 = '' OR subject = $1 OR subject LIKE $2) AND (NOT $3 OR status <> 'resolved')
-		  AND ($4::timestamptz IS NULL OR (status = 'resolved' AND resolved_at > $4))
-		ORDER BY opened_at, key`, p.Subject, childPattern(p.Subject), p.Open, nullTime(p.ResolvedSince))
+	var since *time.Time
+	if !p.ResolvedSince.IsZero() {
+		since = &p.ResolvedSince
+	}
+	rows, err := dbsqlc.New(s.pool).EscalationList(ctx, dbsqlc.EscalationListParams{Subject: p.Subject,
+		ChildPattern: childPattern(p.Subject), OpenOnly: p.Open, ResolvedSince: since})
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Escalation, error) {
-		e, err := scanEscalation(r)
-		if err != nil {
-			return reconcile.Escalation{}, err
-		}
-		return *e, nil
-	})
+	return escalationsOf(rows), nil
 }
 
 // EffectResolve implements ledgerdb.Store.
 func (s *Store) EffectResolve(ctx context.Context, p *ledgerdb.ResolveParams) (*ledgerdb.ResolveResult, error) {
 	res := &ledgerdb.ResolveResult{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		now := s.now()
-		e, err := scanEffect(tx.QueryRow(ctx, `SELECT `+effectCols+` FROM effect WHERE key = $1 FOR UPDATE`, p.EffectKey))
+		q, now := dbsqlc.New(tx), s.now()
+		r, err := q.EffectGetForUpdate(ctx, p.EffectKey)
 		if err != nil {
+			return interpretError(err)
+		}
+		if err := q.ResolutionInsert(ctx, dbsqlc.ResolutionInsertParams{EffectKey: p.EffectKey, ResolvedAs: string(p.As), Note: p.Note,
+			ResolvedBy: p.By, ResolvedAt: now}); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO resolution (effect_key, resolved_as, note, resolved_by, resolved_at) VALUES ($1, $2, $3, $4, $5)`,
-			p.EffectKey, string(p.As), p.Note, p.By, now); err != nil {
+		if err := q.EffectStateResolveUpsert(ctx, dbsqlc.EffectStateResolveUpsertParams{Key: p.EffectKey,
+			Class: string(reconcile.ClassResolved), At: now}); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO effect_state (key, class, final, run_id, classified_at, since) VALUES ($1, $2, true, '', $3, $3)
-			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = true, classified_at = EXCLUDED.classified_at, since = EXCLUDED.since`,
-			p.EffectKey, string(reconcile.ClassResolved), now); err != nil {
-			return err
-		}
-		switch status, ext := driver.ResolvedStatus(e, p); status {
+		switch status, ext := driver.ResolvedStatus(effectOf(r), p); status {
 		case reconcile.StatusAbandoned:
-			e, err = scanEffect(tx.QueryRow(ctx, `UPDATE effect SET status = 'abandoned' WHERE key = $1 RETURNING `+effectCols, p.EffectKey))
+			r, err = q.EffectResolveAbandon(ctx, p.EffectKey)
 		case reconcile.StatusConfirmed:
-			e, err = scanEffect(tx.QueryRow(ctx, `UPDATE effect SET status = 'confirmed', external_id = $2, confirmed_at = $3
-				WHERE key = $1 RETURNING `+effectCols, p.EffectKey, ext, now))
+			r, err = q.EffectResolveConfirm(ctx, dbsqlc.EffectResolveConfirmParams{Key: p.EffectKey, ExternalID: ext, ConfirmedAt: now})
 		}
+		if err != nil {
+			return interpretError(err)
+		}
+		res.Effect = *effectOf(r)
+		closed, err := q.EscalationResolveBySubject(ctx, dbsqlc.EscalationResolveBySubjectParams{Subject: p.EffectKey,
+			ChildPattern: childPattern(p.EffectKey), ResolvedAt: now, ResolvedBy: p.By, Note: p.Note})
 		if err != nil {
 			return err
 		}
-		res.Effect = *e
-		rows, err := tx.Query(ctx, `UPDATE escalation SET status = 'resolved', resolved_at = $3, resolved_by = $4, note = $5
-			WHERE (subject = $1 OR subject LIKE $2) AND status <> 'resolved' RETURNING `+escalationCols,
-			p.EffectKey, childPattern(p.EffectKey), now, p.By, p.Note)
-		if err != nil {
-			return err
-		}
-		res.Closed, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Escalation, error) {
-			e, err := scanEscalation(r)
-			if err != nil {
-				return reconcile.Escalation{}, err
-			}
-			return *e, nil
-		})
-		return err
+		res.Closed = escalationsOf(closed)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", p.EffectKey, err)
@@ -167,63 +132,43 @@ func (s *Store) EffectResolve(ctx context.Context, p *ledgerdb.ResolveParams) (*
 
 // EffectStateGetMany implements ledgerdb.Store.
 func (s *Store) EffectStateGetMany(ctx context.Context, keys []string) (map[string]reconcile.EffectState, error) {
-	rows, err := s.pool.Query(ctx, `SELECT key, class, final, run_id, classified_at, since FROM effect_state WHERE key = ANY($1)`, nonNil(keys))
+	rows, err := dbsqlc.New(s.pool).EffectStateGetMany(ctx, nonNil(keys))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]reconcile.EffectState{}
-	for rows.Next() {
-		var (
-			st    reconcile.EffectState
-			class string
-		)
-		if err := rows.Scan(&st.Key, &class, &st.Final, &st.RunID, &st.ClassifiedAt, &st.Since); err != nil {
-			return nil, err
-		}
-		st.Class, st.ClassifiedAt, st.Since = reconcile.Class(class), st.ClassifiedAt.UTC(), st.Since.UTC()
-		out[st.Key] = st
+	for _, r := range rows {
+		out[r.Key] = reconcile.EffectState{Key: r.Key, Class: reconcile.Class(r.Class), Final: r.Final, RunID: r.RunID,
+			ClassifiedAt: r.ClassifiedAt.UTC(), Since: r.Since.UTC()}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // FindingListByEffect implements ledgerdb.Store.
 func (s *Store) FindingListByEffect(ctx context.Context, effectKey string) ([]ledgerdb.RunFinding, error) {
-	rows, err := s.pool.Query(ctx, `SELECT f.run_id, r.started_at, f.class, f.effect_key, f.provider, f.currency, f.expected_minor,
-		f.observed_minor, f.transactions, f.actions, f.reason
-		FROM finding f JOIN run r ON r.id = f.run_id WHERE f.effect_key = $1 ORDER BY r.started_at, f.run_id`, effectKey)
+	rows, err := dbsqlc.New(s.pool).FindingListByEffect(ctx, effectKey)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.RunFinding, error) {
-		var (
-			f          ledgerdb.RunFinding
-			class      string
-			txs, actns []byte
-		)
-		if err := r.Scan(&f.RunID, &f.At, &class, &f.EffectKey, &f.Provider, &f.Currency, &f.ExpectedMinor, &f.ObservedMinor,
-			&txs, &actns, &f.Reason); err != nil {
-			return f, err
+	out := make([]ledgerdb.RunFinding, len(rows))
+	for i, r := range rows {
+		d, err := discrepancyOf(r.Finding)
+		if err != nil {
+			return nil, err
 		}
-		f.At, f.Class = f.At.UTC(), reconcile.Class(class)
-		return f, driver.DecodeFinding(&f.Discrepancy, txs, actns)
-	})
+		out[i] = ledgerdb.RunFinding{RunID: r.Finding.RunID, At: r.StartedAt.UTC(), Discrepancy: d}
+	}
+	return out, nil
 }
 
 // ClaimListByEffect implements ledgerdb.Store.
 func (s *Store) ClaimListByEffect(ctx context.Context, effectKey string) ([]reconcile.Claim, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+claimCols+` FROM claim WHERE key = $1 OR key LIKE $2 ORDER BY key`,
-		effectKey, childPattern(effectKey))
+	rows, err := dbsqlc.New(s.pool).ClaimListByEffect(ctx, dbsqlc.ClaimListByEffectParams{EffectKey: effectKey,
+		ChildPattern: childPattern(effectKey)})
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Claim, error) {
-		c, err := scanClaim(r)
-		if err != nil {
-			return reconcile.Claim{}, err
-		}
-		return *c, nil
-	})
+	return claimsOf(rows), nil
 }
 
 // childPattern is the LIKE pattern of the keys derived from key: its

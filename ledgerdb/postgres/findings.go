@@ -10,22 +10,30 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
 // EvidenceListLinked implements ledgerdb.Store. Each comparison names the
 // "C" collation, the lookup indexes' (migration 013).
 func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
-	return s.queryEvidence(ctx, `WHERE NOT ev.source_id = ANY($3) AND (
-		(ev.effect_key <> '' AND ev.effect_key COLLATE "C" = ANY($1)) OR (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($1))
-		OR (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY($2))
-		OR (ev.payment_intent <> '' AND ev.payment_intent COLLATE "C" = ANY($2))
-		OR (ev.parent_tx_id <> '' AND ev.parent_tx_id COLLATE "C" = ANY($2)))`,
-		nonNil(p.Keys), nonNil(p.IDs), nonNil(p.ExcludeSources))
+	rows, err := dbsqlc.New(s.pool).EvidenceListLinked(ctx, dbsqlc.EvidenceListLinkedParams{Keys: nonNil(p.Keys), Ids: nonNil(p.IDs),
+		ExcludeSources: nonNil(p.ExcludeSources)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]reconcile.Evidence, len(rows))
+	for i, r := range rows {
+		if out[i], err = evidenceOf(r.Evidence, r.Uri, r.SourceHash); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // FindingRecord implements ledgerdb.Store. The finding rows are streamed
 // to COPY as they are encoded, not gathered first: a run of ten million
-// effects has hundreds of thousands of findings.
+// effects has hundreds of thousands of findings. Hand-written, whole: its
+// COPYs and the statements over its temporary table are beyond sqlc.
 func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
 	res, dec := &ledgerdb.FindingsResult{}, driver.Decide(p)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -76,23 +84,26 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 
 // FindingListByRun implements ledgerdb.Store.
 func (s *Store) FindingListByRun(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
-	rows, err := s.pool.Query(ctx, `SELECT class, effect_key, provider, currency, expected_minor, observed_minor, transactions, actions, reason
-		FROM finding WHERE run_id = $1 ORDER BY seq`, runID)
+	rows, err := dbsqlc.New(s.pool).FindingListByRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Discrepancy, error) {
-		var (
-			d          reconcile.Discrepancy
-			class      string
-			txs, actns []byte
-		)
-		if err := r.Scan(&class, &d.EffectKey, &d.Provider, &d.Currency, &d.ExpectedMinor, &d.ObservedMinor, &txs, &actns, &d.Reason); err != nil {
-			return d, err
+	out := make([]reconcile.Discrepancy, len(rows))
+	for i, r := range rows {
+		if out[i], err = discrepancyOf(r); err != nil {
+			return nil, err
 		}
-		d.Class = reconcile.Class(class)
-		return d, driver.DecodeFinding(&d, txs, actns)
-	})
+	}
+	return out, nil
+}
+
+// discrepancyOf converts a finding row, its transactions and actions
+// decoded.
+func discrepancyOf(r dbsqlc.Finding) (reconcile.Discrepancy, error) {
+	d := reconcile.Discrepancy{Class: reconcile.Class(r.Class), EffectKey: r.EffectKey, Provider: r.Provider, Currency: r.Currency,
+		ExpectedMinor: r.ExpectedMinor, ObservedMinor: r.ObservedMinor, Reason: r.Reason}
+	err := driver.DecodeFinding(&d, r.Transactions, r.Actions)
+	return d, err
 }
 
 // nonNil turns a nil list into an empty one: pgx sends nil as NULL, and
@@ -109,7 +120,7 @@ func nonNil[T any](s []T) []T {
 // check and share-lock the effect row of each state (see migration 008).
 // The matching's confirmations need no such check: their keys are those of
 // the effects it read from the effect table, which no role but the owner
-// may delete from.
+// may delete from. Hand-written: the statement's text names the table.
 func checkEffects(ctx context.Context, tx pgx.Tx, table string) error {
 	var key string
 	err := tx.QueryRow(ctx, `SELECT s.key FROM `+table+` s WHERE NOT EXISTS (SELECT 1 FROM effect e WHERE e.key = s.key) LIMIT 1`).Scan(&key)

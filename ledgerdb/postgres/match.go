@@ -41,7 +41,8 @@ func (s *Store) CoverageList(ctx context.Context, sourceIDs []int64) ([]ledgerdb
 // its own: one fetches, into temporary tables that vanish with it (see
 // match_sql.go) and from them into a driver.Spill; the other records,
 // so that the next partition is read and the last recorded while match
-// classifies this one.
+// classifies this one. Its statements are hand-written (match_sql.go
+// says why).
 func (s *Store) PartitionMatch(ctx context.Context, p *ledgerdb.MatchParams, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {

@@ -1,6 +1,8 @@
 package postgres
 
-// The statements of PartitionMatch, in the order they run. The ledger
+// The statements of PartitionMatch, in the order they run; hand-written,
+// as they work over temporary tables and some are built at run time, which
+// sqlc cannot express. The ledger
 // fetches, by keys, what a run needs, and the run reads it once into a
 // driver.Spill, which cuts it into partitions. Over temporary tables:
 //

@@ -98,6 +98,8 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 	if applied == nil {
 		// PostgreSQL passes over a schema of the search path that the role
 		// may not use: say so, rather than that every migration is due.
+		// Hand-written, as the rest of the schema's bookkeeping here: it
+		// reads the catalog, of a ledger that may have no schema yet.
 		var schema string
 		var usable bool
 		err := s.pool.QueryRow(ctx, `SELECT n.nspname, has_schema_privilege(n.oid, 'USAGE') FROM pg_namespace n
@@ -111,7 +113,8 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 }
 
 // SchemaMigrate implements ledgerdb.Store. An advisory lock per schema makes two
-// processes that migrate at once take turns.
+// processes that migrate at once take turns. Its statements are
+// hand-written: they make the schema that sqlc generates against.
 func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 	known, err := driver.LoadMigrations(migrations())
 	if err != nil {
@@ -183,6 +186,32 @@ func (s *Store) migrateRiver(ctx context.Context) error {
 	return nil
 }
 
+// interpretError maps what pgx reports to the ledger's errors: no row is
+// reconcile.ErrNotFound. Any other error is returned as it is.
+func interpretError(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return reconcile.ErrNotFound
+	}
+	return err
+}
+
+// textOf is the value of a nullable text column, "" for NULL.
+func textOf(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// utcOf is the value of a nullable timestamptz column in UTC, the zero
+// time for NULL.
+func utcOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
 // querier is what a pool and a transaction have in common.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -190,6 +219,9 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// applied lists the migrations the ledger has applied, nil when it has
+// none. Hand-written: schema_migration is created here, not by a
+// migration, so sqlc's schema does not hold it.
 func applied(ctx context.Context, q querier) ([]driver.Applied, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass('schema_migration') IS NOT NULL`).Scan(&exists); err != nil {

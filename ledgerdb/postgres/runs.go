@@ -6,51 +6,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
-const runCols = `id, status, args, result, started_at, finished_at`
-
-func scanRun(row pgx.Row) (*reconcile.Run, error) {
-	var (
-		r        reconcile.Run
-		status   string
-		finished *time.Time
-	)
-	if err := row.Scan(&r.ID, &status, &r.Args, &r.Result, &r.StartedAt, &finished); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
-		return nil, err
-	}
-	r.Status = reconcile.RunStatus(status)
-	r.StartedAt = r.StartedAt.UTC()
-	if finished != nil {
-		r.FinishedAt = finished.UTC()
-	}
-	return &r, nil
+// runOf converts a run row, its times in UTC.
+func runOf(r dbsqlc.Run) *reconcile.Run {
+	return &reconcile.Run{ID: r.ID, Status: reconcile.RunStatus(r.Status), Args: r.Args, Result: r.Result, StartedAt: r.StartedAt.UTC(),
+		FinishedAt: utcOf(r.FinishedAt)}
 }
 
 // RunStart implements ledgerdb.Store.
 func (s *Store) RunStart(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `
-		INSERT INTO run (id, status, args, started_at) VALUES ($1, 'running', $2, $3)
-		RETURNING `+runCols, p.ID, nullJSON(p.Args), s.now()))
+	r, err := dbsqlc.New(s.pool).RunStartInsert(ctx, dbsqlc.RunStartInsertParams{ID: p.ID, Args: jsonText(p.Args), StartedAt: s.now()})
 	if err != nil {
-		return nil, fmt.Errorf("run %s: start: %w", p.ID, err)
+		return nil, fmt.Errorf("run %s: start: %w", p.ID, interpretError(err))
 	}
-	return r, nil
+	return runOf(r), nil
 }
 
 // RunFinish implements ledgerdb.Store. The result of a large run is
 // hundreds of megabytes of JSON: it goes in through COPY, a piece at a time,
 // rather than as one parameter that would be copied whole, and is not read
-// back (the run returned carries the result as given).
+// back (the run returned carries the result as given). Hand-written: COPY,
+// and an update that reads the temporary table it fills.
 func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
 	var r *reconcile.Run
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -62,11 +45,15 @@ func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 				return err
 			}
 		}
-		var err error
-		r, err = scanRun(tx.QueryRow(ctx, `
+		var row dbsqlc.Run
+		if err := tx.QueryRow(ctx, `
 			UPDATE run SET status = $2, result = (SELECT result::jsonb FROM run_result), finished_at = $3 WHERE id = $1 AND status = 'running'
-			RETURNING id, status, args, NULL::jsonb, started_at, finished_at`, p.ID, string(p.Status), s.now()))
-		return err
+			RETURNING id, status, args, NULL::jsonb, started_at, finished_at`, p.ID, string(p.Status), s.now()).Scan(
+			&row.ID, &row.Status, &row.Args, &row.Result, &row.StartedAt, &row.FinishedAt); err != nil {
+			return interpretError(err)
+		}
+		r = runOf(row)
+		return nil
 	})
 	if errors.Is(err, reconcile.ErrNotFound) {
 		if _, gerr := s.RunGet(ctx, p.ID); gerr != nil {
@@ -143,33 +130,27 @@ func copyEscape(ch byte) byte {
 
 // RunGet implements ledgerdb.Store.
 func (s *Store) RunGet(ctx context.Context, id string) (*reconcile.Run, error) {
-	return scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM run WHERE id = $1`, id))
+	r, err := dbsqlc.New(s.pool).RunGet(ctx, id)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return runOf(r), nil
 }
 
 // RunList implements ledgerdb.Store.
 func (s *Store) RunList(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcile.Run, error) {
-	var limit *int
+	var limit *int64
 	if p.Limit > 0 {
-		limit = &p.Limit
+		n := int64(p.Limit)
+		limit = &n
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, status, args, NULL::jsonb, started_at, finished_at FROM run
-		WHERE $1 = '' OR status = $1
-		ORDER BY started_at DESC, id DESC LIMIT $2`, string(p.Status), limit)
+	rows, err := dbsqlc.New(s.pool).RunList(ctx, dbsqlc.RunListParams{Status: string(p.Status), MaxRuns: limit})
 	if err != nil {
 		return nil, fmt.Errorf("runs: %w", err)
 	}
-	defer rows.Close()
 	var out []reconcile.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("runs: %w", err)
-		}
-		out = append(out, *r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("runs: %w", err)
+	for _, r := range rows {
+		out = append(out, *runOf(dbsqlc.Run{ID: r.ID, Status: r.Status, Args: r.Args, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}))
 	}
 	return out, nil
 }

@@ -13,16 +13,17 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
 // SourceFind implements ledgerdb.Store.
 func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
-	r, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source
-		WHERE (hash = $1 AND $1 <> '') OR (etag = $2 AND $2 <> '') ORDER BY id LIMIT 1`, hash, etag))
+	r, err := dbsqlc.New(s.pool).SourceFind(ctx, dbsqlc.SourceFindParams{Hash: hash, Etag: etag})
 	if err != nil {
-		return nil, err
+		return nil, interpretError(err)
 	}
-	return &r, nil
+	rec := sourceOf(r)
+	return &rec, nil
 }
 
 var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id", "kind", "raw_kind", "amount_minor", "currency",
@@ -33,7 +34,8 @@ var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id",
 // COPY that runs while fill parses (see copyStream), the rejected rows with
 // another after it, inside one transaction; the manifest's hash is set
 // last, so a concurrent ingest of the same content fails on the unique hash
-// and rolls back whole.
+// and rolls back whole. Hand-written, whole: the hot path of a night, its
+// COPYs beyond sqlc.
 func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -93,91 +95,82 @@ func nullTime(t time.Time) any {
 	return t
 }
 
-const sourceCols = `id, uri, coalesce(etag, ''), format, coalesce(hash, ''), bytes, row_count, evidence_count, rejected_count, ignored_count, coalesce(run_id, '')`
-
-func scanSource(row pgx.Row) (ledgerdb.SourceRecord, error) {
-	var r ledgerdb.SourceRecord
-	err := row.Scan(&r.ID, &r.URI, &r.ETag, &r.Format, &r.Hash, &r.Bytes, &r.Rows, &r.Evidence, &r.Rejected, &r.Ignored, &r.RunID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, reconcile.ErrNotFound
-	}
-	return r, err
+// sourceOf converts a manifest row.
+func sourceOf(r dbsqlc.Source) ledgerdb.SourceRecord {
+	return ledgerdb.SourceRecord{ID: r.ID, URI: r.Uri, ETag: textOf(r.Etag), Format: r.Format, Hash: textOf(r.Hash), Bytes: r.Bytes,
+		Rows: r.RowCount, Evidence: r.EvidenceCount, Rejected: r.RejectedCount, Ignored: r.IgnoredCount, RunID: textOf(r.RunID)}
 }
 
 // SourceList implements ledgerdb.Store.
 func (s *Store) SourceList(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+sourceCols+` FROM source ORDER BY id`)
+	rows, err := dbsqlc.New(s.pool).SourceList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgerdb.SourceRecord, error) { return scanSource(r) })
+	out := make([]ledgerdb.SourceRecord, len(rows))
+	for i, r := range rows {
+		out[i] = sourceOf(r)
+	}
+	return out, nil
 }
 
 // SourceGetRows implements ledgerdb.Store.
 func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
-	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
+	q := dbsqlc.New(s.pool)
+	r, err := q.SourceGet(ctx, id)
+	if err != nil {
+		return nil, nil, nil, interpretError(err)
+	}
+	rec := sourceOf(r)
+	rows, err := q.EvidenceListBySource(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	evidence, err := s.queryEvidence(ctx, `WHERE ev.source_id = $1`, id)
-	if err != nil {
-		return nil, nil, nil, err
+	evidence := make([]reconcile.Evidence, len(rows))
+	for i, r := range rows {
+		if evidence[i], err = evidenceOf(r.Evidence, r.Uri, r.SourceHash); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	rejected, err := s.rejectedRows(ctx, &rec, 0)
+	rejected, err := rejectedRows(ctx, q, &rec, 0)
 	return &rec, evidence, rejected, err
 }
 
 // RejectedListBySource implements ledgerdb.Store.
 func (s *Store) RejectedListBySource(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
-	rec, err := scanSource(s.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM source WHERE id = $1`, id))
+	q := dbsqlc.New(s.pool)
+	r, err := q.SourceGet(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, interpretError(err)
 	}
-	return s.rejectedRows(ctx, &rec, limit)
+	rec := sourceOf(r)
+	return rejectedRows(ctx, q, &rec, limit)
 }
 
-func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord, limit int) ([]reconcile.Rejected, error) {
-	rows, err := s.pool.Query(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = $1 ORDER BY seq LIMIT nullif($2::bigint, 0)`, rec.ID, limit)
+// rejectedRows returns the first limit rejected rows of rec (all when limit
+// is 0), in order.
+func rejectedRows(ctx context.Context, q *dbsqlc.Queries, rec *ledgerdb.SourceRecord, limit int) ([]reconcile.Rejected, error) {
+	rows, err := q.RejectedListBySource(ctx, dbsqlc.RejectedListBySourceParams{SourceID: rec.ID, MaxRows: int64(limit)})
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Rejected, error) {
-		x := reconcile.Rejected{URI: rec.URI}
-		err := r.Scan(&x.Line, &x.Reason, &x.Raw)
-		return x, err
-	})
+	out := make([]reconcile.Rejected, len(rows))
+	for i, r := range rows {
+		out[i] = reconcile.Rejected{URI: rec.URI, Line: r.Line, Reason: r.Reason, Raw: r.Raw}
+	}
+	return out, nil
 }
 
-// queryEvidence returns the evidence rows that where selects (ev is the
-// evidence table), in source and row order, with their provenance.
-func (s *Store) queryEvidence(ctx context.Context, where string, args ...any) ([]reconcile.Evidence, error) {
-	rows, err := s.pool.Query(ctx, `SELECT ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency,
-		ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent,
-		ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, coalesce(src.hash, '')
-		FROM evidence ev JOIN source src ON src.id = ev.source_id `+where+` ORDER BY ev.source_id, ev.seq`, args...)
-	if err != nil {
-		return nil, err
+// evidenceOf converts an evidence row with its source's URI and hash, its
+// time in UTC and its metadata decoded.
+func evidenceOf(r dbsqlc.Evidence, uri, hash string) (reconcile.Evidence, error) {
+	e := reconcile.Evidence{Line: r.Line, Provider: r.Provider, TxID: r.TxID, Kind: reconcile.Kind(r.Kind), RawKind: r.RawKind,
+		Amount: reconcile.Money{Minor: r.AmountMinor, Currency: r.Currency}, Fee: r.FeeMinor, Time: utcOf(r.OccurredAt),
+		Pending: r.Pending, Failed: r.Failed, EffectKey: r.EffectKey, ParentEffectKey: r.ParentEffectKey, PaymentIntent: r.PaymentIntent,
+		ParentTxID: r.ParentTxID, Description: r.Description, Raw: r.Raw, URI: uri, SourceHash: hash}
+	if r.Metadata == nil {
+		return e, nil
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (reconcile.Evidence, error) {
-		var (
-			e    reconcile.Evidence
-			kind string
-			at   *time.Time
-			md   []byte
-		)
-		err := r.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
-			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw,
-			&e.URI, &e.SourceHash)
-		if err != nil {
-			return e, err
-		}
-		e.Kind = reconcile.Kind(kind)
-		if at != nil {
-			e.Time = at.UTC()
-		}
-		if md != nil {
-			err = json.Unmarshal(md, &e.Metadata)
-		}
-		return e, err
-	})
+	err := json.Unmarshal(r.Metadata, &e.Metadata)
+	return e, err
 }

@@ -10,46 +10,49 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
-const claimCols = `key, owner, fence, state, lease_until, result, error, claimed_at, settled_at`
-
-func scanClaim(row scanner) (*reconcile.Claim, error) {
-	var (
-		c                      reconcile.Claim
-		state                  string
-		until, result, errText sql.NullString
-		claimed, settled       sql.NullString
-	)
-	if err := row.Scan(&c.Key, &c.Owner, &c.Fence, &state, &until, &result, &errText, &claimed, &settled); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
-		return nil, err
+// claimFromRow converts a claim row.
+func claimFromRow(r dbsqlc.Claim) (*reconcile.Claim, error) {
+	c := reconcile.Claim{
+		Key:    r.Key,
+		Owner:  r.Owner,
+		Fence:  r.Fence,
+		State:  reconcile.ClaimState(r.State),
+		Result: rawJSON(r.Result),
+		Error:  text(r.Error),
 	}
-	c.State = reconcile.ClaimState(state)
-	c.Result = rawJSON(result)
-	c.Error = errText.String
 	var err error
-	if c.LeaseUntil, err = parseTS(until); err != nil {
+	if c.LeaseUntil, err = parseNullTS(r.LeaseUntil); err != nil {
 		return nil, err
 	}
-	if c.ClaimedAt, err = parseTS(claimed); err != nil {
+	if c.ClaimedAt, err = parseTime(r.ClaimedAt); err != nil {
 		return nil, err
 	}
-	if c.SettledAt, err = parseTS(settled); err != nil {
+	if c.SettledAt, err = parseNullTS(r.SettledAt); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
+// readClaim is the claim that a :one query read, or its error through
+// interpretError.
+func readClaim(r dbsqlc.Claim, err error) (*reconcile.Claim, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return claimFromRow(r)
+}
+
 // leaseUntil is the deadline of a lease of length ttl taken at now, or NULL
 // for a lease with no deadline.
-func leaseUntil(now time.Time, ttl time.Duration) any {
+func leaseUntil(now time.Time, ttl time.Duration) *string {
 	if ttl <= 0 {
 		return nil
 	}
-	return ts(now.Add(ttl))
+	until := ts(now.Add(ttl))
+	return &until
 }
 
 // ClaimAcquire implements ledgerdb.Store: one conditional upsert that inserts the
@@ -59,28 +62,25 @@ func leaseUntil(now time.Time, ttl time.Duration) any {
 func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
 	var res *reconcile.ClaimResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		q := dbsqlc.New(tx)
 		now := s.now()
-		c, err := scanClaim(tx.QueryRowContext(ctx, `
-			INSERT INTO claim (key, owner, fence, state, lease_until, claimed_at)
-			VALUES (?, ?, 1, 'held', ?, ?)
-			ON CONFLICT (key) DO UPDATE
-			SET owner = excluded.owner, fence = claim.fence + 1, state = 'held',
-			    lease_until = excluded.lease_until, claimed_at = excluded.claimed_at,
-			    result = NULL, error = NULL, settled_at = NULL
-			WHERE claim.state = 'failed'
-			   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= excluded.claimed_at)
-			RETURNING `+claimCols, p.Key, p.Owner, leaseUntil(now, p.TTL), ts(now)))
+		c, err := readClaim(q.ClaimAcquireUpsert(ctx, dbsqlc.ClaimAcquireUpsertParams{
+			Key:        p.Key,
+			Owner:      p.Owner,
+			LeaseUntil: leaseUntil(now, p.TTL),
+			ClaimedAt:  ts(now),
+		}))
 		if err == nil {
 			res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: *c}
 			if p.Effect != nil {
-				_, err = recordAttempt(ctx, tx, p.Effect, now)
+				_, err = recordAttempt(ctx, q, p.Effect, now)
 			}
 			return err
 		}
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			return err
 		}
-		if c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, p.Key)); err != nil {
+		if c, err = readClaim(q.ClaimGet(ctx, p.Key)); err != nil {
 			return err
 		}
 		if res = driver.Unclaimable(c, now); res == nil {
@@ -98,10 +98,12 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*reconcile.WriteResult, error) {
 	var res *reconcile.WriteResult
 	err := s.inTxOn(ctx, s.renewals, func(tx *sql.Tx) error {
-		c, err := scanClaim(tx.QueryRowContext(ctx, `
-			UPDATE claim SET lease_until = ?
-			WHERE key = ? AND fence = ? AND state = 'held'
-			RETURNING `+claimCols, leaseUntil(s.now(), p.TTL), p.Key, p.Fence))
+		q := dbsqlc.New(tx)
+		c, err := readClaim(q.ClaimRenewHeld(ctx, dbsqlc.ClaimRenewHeldParams{
+			LeaseUntil: leaseUntil(s.now(), p.TTL),
+			Key:        p.Key,
+			Fence:      p.Fence,
+		}))
 		if err == nil {
 			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
 			return nil
@@ -109,7 +111,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			return err
 		}
-		if c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, p.Key)); err != nil {
+		if c, err = readClaim(q.ClaimGet(ctx, p.Key)); err != nil {
 			return err
 		}
 		res, err = driver.Unwritten(c, p.Fence)
@@ -128,34 +130,50 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		q := dbsqlc.New(tx)
 		now := s.now()
-		c, err := scanClaim(tx.QueryRowContext(ctx, `
-			UPDATE claim SET state = ?, result = ?, error = ?, settled_at = ?, lease_until = NULL
-			WHERE key = ? AND fence = ? AND state = 'held'
-			RETURNING `+claimCols, state, result, errText, ts(now), p.Key, p.Fence))
+		at := ts(now)
+		c, err := readClaim(q.ClaimSettleHeld(ctx, dbsqlc.ClaimSettleHeldParams{
+			State:     state,
+			Result:    anyText(result),
+			Error:     anyText(errText),
+			SettledAt: &at,
+			Key:       p.Key,
+			Fence:     p.Fence,
+		}))
 		if err == nil {
 			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
 			if p.Success && p.Confirm != nil {
-				_, err = tx.ExecContext(ctx, `UPDATE effect SET status = 'confirmed', external_id = ?, response = ?, confirmed_at = ?
-					WHERE key = ? AND status = 'attempted'`, p.Confirm.ExternalID, nullJSON(p.Confirm.Response), ts(now), p.Confirm.Key)
+				err = q.EffectConfirmOnSettle(ctx, dbsqlc.EffectConfirmOnSettleParams{
+					ExternalID:  &p.Confirm.ExternalID,
+					Response:    optJSON(p.Confirm.Response),
+					ConfirmedAt: &at,
+					Key:         p.Confirm.Key,
+				})
 			}
 			return err
 		}
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			return err
 		}
-		if c, err = scanClaim(tx.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, p.Key)); err != nil {
+		if c, err = readClaim(q.ClaimGet(ctx, p.Key)); err != nil {
 			return err
 		}
 		if res, err = driver.Unwritten(c, p.Fence); err != nil || !p.Success {
 			return err
 		}
 		o := driver.NewOrphan(c, p, now)
-		if err := tx.QueryRowContext(ctx, `
-			INSERT INTO orphan (key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			o.Key, o.StaleFence, o.StaleOwner, nullJSON(o.StaleResult), o.CurrentFence, o.CurrentOwner, string(o.CurrentState),
-			nullJSON(o.CurrentResult), ts(o.RecordedAt)).Scan(&o.ID); err != nil {
+		if o.ID, err = q.OrphanInsert(ctx, dbsqlc.OrphanInsertParams{
+			Key:           o.Key,
+			StaleFence:    o.StaleFence,
+			StaleOwner:    o.StaleOwner,
+			StaleResult:   optJSON(o.StaleResult),
+			CurrentFence:  o.CurrentFence,
+			CurrentOwner:  o.CurrentOwner,
+			CurrentState:  string(o.CurrentState),
+			CurrentResult: optJSON(o.CurrentResult),
+			RecordedAt:    ts(o.RecordedAt),
+		}); err != nil {
 			return err
 		}
 		res.Orphan = o
@@ -169,52 +187,57 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 
 // ClaimGet implements ledgerdb.Store.
 func (s *Store) ClaimGet(ctx context.Context, key string) (*reconcile.Claim, error) {
-	return scanClaim(s.db.QueryRowContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key = ?`, key))
+	return readClaim(s.q.ClaimGet(ctx, key))
 }
 
 // ClaimGetMany implements ledgerdb.Store.
 func (s *Store) ClaimGetMany(ctx context.Context, keys []string) (map[string]*reconcile.Claim, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+claimCols+` FROM claim WHERE key IN (SELECT value FROM json_each(?))`, jsonList(keys))
+	rows, err := s.q.ClaimGetMany(ctx, jsonList(keys))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]*reconcile.Claim{}
-	for rows.Next() {
-		c, err := scanClaim(rows)
+	for _, r := range rows {
+		c, err := claimFromRow(r)
 		if err != nil {
 			return nil, err
 		}
 		out[c.Key] = c
 	}
-	return out, rows.Err()
+	return out, nil
+}
+
+// orphanFromRow converts an orphan row.
+func orphanFromRow(r dbsqlc.Orphan) (reconcile.Orphan, error) {
+	o := reconcile.Orphan{
+		ID:            r.ID,
+		Key:           r.Key,
+		StaleFence:    r.StaleFence,
+		StaleOwner:    r.StaleOwner,
+		StaleResult:   rawJSON(r.StaleResult),
+		CurrentFence:  r.CurrentFence,
+		CurrentOwner:  r.CurrentOwner,
+		CurrentState:  reconcile.ClaimState(r.CurrentState),
+		CurrentResult: rawJSON(r.CurrentResult),
+	}
+	var err error
+	o.RecordedAt, err = parseTime(r.RecordedAt)
+	return o, err
 }
 
 // OrphanList implements ledgerdb.Store.
 func (s *Store) OrphanList(ctx context.Context) ([]reconcile.Orphan, error) {
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT id, key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at
-		FROM orphan ORDER BY id`)
+	rows, err := s.q.OrphanList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []reconcile.Orphan
-	for rows.Next() {
-		var (
-			o              reconcile.Orphan
-			state          string
-			stale, cur, at sql.NullString
-		)
-		if err := rows.Scan(&o.ID, &o.Key, &o.StaleFence, &o.StaleOwner, &stale, &o.CurrentFence, &o.CurrentOwner, &state, &cur, &at); err != nil {
-			return nil, err
-		}
-		o.CurrentState = reconcile.ClaimState(state)
-		o.StaleResult, o.CurrentResult = rawJSON(stale), rawJSON(cur)
-		if o.RecordedAt, err = parseTS(at); err != nil {
+	for _, r := range rows {
+		o, err := orphanFromRow(r)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, o)
 	}
-	return out, rows.Err()
+	return out, nil
 }

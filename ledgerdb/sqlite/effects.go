@@ -10,34 +10,31 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
-const effectCols = `key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth`
-
-func scanEffect(row scanner) (*reconcile.Effect, error) {
-	var (
-		e                  reconcile.Effect
-		status, req        string
-		extID, resp        sql.NullString
-		created, confirmed sql.NullString
-		parent             sql.NullString
-	)
-	if err := row.Scan(&e.Key, &e.RunID, &e.Step, &e.Provider, &status, &extID, &req, &resp, &created, &confirmed, &parent, &e.Depth); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
+// readEffect is the effect that a :one query read, or its error through
+// interpretError.
+func readEffect(r dbsqlc.Effect, err error) (*reconcile.Effect, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	e := reconcile.Effect{
+		Key:        r.Key,
+		RunID:      r.RunID,
+		Step:       r.Step,
+		Provider:   r.Provider,
+		Status:     reconcile.Status(r.Status),
+		ExternalID: text(r.ExternalID),
+		Request:    []byte(r.Request),
+		Response:   rawJSON(r.Response),
+		ParentKey:  text(r.ParentKey),
+		Depth:      int(r.Depth),
+	}
+	if e.CreatedAt, err = parseTime(r.CreatedAt); err != nil {
 		return nil, err
 	}
-	e.Status = reconcile.Status(status)
-	e.ExternalID = extID.String
-	e.Request = []byte(req)
-	e.Response = rawJSON(resp)
-	e.ParentKey = parent.String
-	var err error
-	if e.CreatedAt, err = parseTS(created); err != nil {
-		return nil, err
-	}
-	if e.ConfirmedAt, err = parseTS(confirmed); err != nil {
+	if e.ConfirmedAt, err = parseNullTS(r.ConfirmedAt); err != nil {
 		return nil, err
 	}
 	return &e, nil
@@ -48,7 +45,7 @@ func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*le
 	var res *ledgerdb.RecordResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = recordAttempt(ctx, tx, p, s.now())
+		res, err = recordAttempt(ctx, dbsqlc.New(tx), p, s.now())
 		return err
 	})
 	if err != nil {
@@ -59,24 +56,28 @@ func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*le
 
 // recordAttempt inserts an attempted effect, or returns the row when it
 // records the same attempt.
-func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
+func recordAttempt(ctx context.Context, q *dbsqlc.Queries, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
 	req, err := driver.CanonicalJSON(p.Request)
 	if err != nil {
 		return nil, err
 	}
-	e, err := scanEffect(q.QueryRowContext(ctx, `
-		INSERT INTO effect (key, run_id, step, provider, status, request, created_at, parent_key, depth)
-		VALUES (?, ?, ?, ?, 'attempted', ?, ?, ?, ?)
-		ON CONFLICT (key) DO NOTHING
-		RETURNING `+effectCols,
-		p.Key, p.RunID, p.Step, p.Provider, string(req), ts(now), nullText(p.ParentKey), p.Depth))
+	e, err := readEffect(q.EffectInsertAttempt(ctx, dbsqlc.EffectInsertAttemptParams{
+		Key:       p.Key,
+		RunID:     p.RunID,
+		Step:      p.Step,
+		Provider:  p.Provider,
+		Request:   string(req),
+		CreatedAt: ts(now),
+		ParentKey: optText(p.ParentKey),
+		Depth:     int64(p.Depth),
+	}))
 	if err == nil {
 		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
 	}
 	if !errors.Is(err, reconcile.ErrNotFound) {
 		return nil, err
 	}
-	if e, err = scanEffect(q.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+	if e, err = readEffect(q.EffectGet(ctx, p.Key)); err != nil {
 		return nil, err
 	}
 	return driver.SameAttempt(e, p, req)
@@ -86,15 +87,19 @@ func recordAttempt(ctx context.Context, q querier, p *ledgerdb.RecordParams, now
 func (s *Store) EffectConfirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*reconcile.Effect, error) {
 	var out *reconcile.Effect
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		e, err := scanEffect(tx.QueryRowContext(ctx, `
-			UPDATE effect SET status = 'confirmed', external_id = ?, response = ?, confirmed_at = ?
-			WHERE key = ? AND status = 'attempted'
-			RETURNING `+effectCols, p.ExternalID, nullJSON(p.Response), ts(s.now()), p.Key))
+		q := dbsqlc.New(tx)
+		now := ts(s.now())
+		e, err := readEffect(q.EffectConfirm(ctx, dbsqlc.EffectConfirmParams{
+			ExternalID:  &p.ExternalID,
+			Response:    optJSON(p.Response),
+			ConfirmedAt: &now,
+			Key:         p.Key,
+		}))
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			out = e
 			return err
 		}
-		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+		if e, err = readEffect(q.EffectGet(ctx, p.Key)); err != nil {
 			return err
 		}
 		out, err = driver.AlreadyConfirmed(e, p.ExternalID)
@@ -107,14 +112,13 @@ func (s *Store) EffectConfirm(ctx context.Context, p *ledgerdb.ConfirmParams) (*
 func (s *Store) EffectAbandon(ctx context.Context, p *ledgerdb.AbandonParams) (*reconcile.Effect, error) {
 	var out *reconcile.Effect
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		e, err := scanEffect(tx.QueryRowContext(ctx, `
-			UPDATE effect SET status = 'abandoned' WHERE key = ? AND status = 'attempted'
-			RETURNING `+effectCols, p.Key))
+		q := dbsqlc.New(tx)
+		e, err := readEffect(q.EffectAbandon(ctx, p.Key))
 		if !errors.Is(err, reconcile.ErrNotFound) {
 			out = e
 			return err
 		}
-		if e, err = scanEffect(tx.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, p.Key)); err != nil {
+		if e, err = readEffect(q.EffectGet(ctx, p.Key)); err != nil {
 			return err
 		}
 		out, err = driver.AlreadyAbandoned(e)
@@ -125,14 +129,16 @@ func (s *Store) EffectAbandon(ctx context.Context, p *ledgerdb.AbandonParams) (*
 
 // EffectGet implements ledgerdb.Store.
 func (s *Store) EffectGet(ctx context.Context, key string) (*reconcile.Effect, error) {
-	return scanEffect(s.db.QueryRowContext(ctx, `SELECT `+effectCols+` FROM effect WHERE key = ?`, key))
+	return readEffect(s.q.EffectGet(ctx, key))
 }
 
 // EffectLoad implements ledgerdb.Store, with one prepared insert in one
 // transaction.
+// Hand-written: a bulk load through one statement prepared once; a generated query is compiled again for every row.
 func (s *Store) EffectLoad(ctx context.Context, effects []reconcile.Effect) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO effect (`+effectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO effect (key, run_id, step, provider, status, external_id, request, response,
+			created_at, confirmed_at, parent_key, depth) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -146,12 +152,4 @@ func (s *Store) EffectLoad(ctx context.Context, effects []reconcile.Effect) erro
 		}
 		return nil
 	})
-}
-
-// nullText passes an empty string as NULL.
-func nullText(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

@@ -9,6 +9,7 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
 // jsonList passes a list as one JSON array parameter, read in SQL with
@@ -23,16 +24,27 @@ func jsonList[T any](v []T) string {
 
 // EvidenceListLinked implements ledgerdb.Store.
 func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) ([]reconcile.Evidence, error) {
-	return s.queryEvidence(ctx, `WHERE ev.source_id NOT IN (SELECT value FROM json_each(?3)) AND (
-		(ev.effect_key <> '' AND ev.effect_key IN (SELECT value FROM json_each(?1)))
-		OR (ev.parent_effect_key <> '' AND ev.parent_effect_key IN (SELECT value FROM json_each(?1)))
-		OR (ev.tx_id <> '' AND ev.tx_id IN (SELECT value FROM json_each(?2)))
-		OR (ev.payment_intent <> '' AND ev.payment_intent IN (SELECT value FROM json_each(?2)))
-		OR (ev.parent_tx_id <> '' AND ev.parent_tx_id IN (SELECT value FROM json_each(?2))))`,
-		jsonList(p.Keys), jsonList(p.IDs), jsonList(p.ExcludeSources))
+	rows, err := s.q.EvidenceListLinked(ctx, dbsqlc.EvidenceListLinkedParams{
+		ExcludeSources: jsonList(p.ExcludeSources),
+		Keys:           jsonList(p.Keys),
+		IDs:            jsonList(p.IDs),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []reconcile.Evidence
+	for _, r := range rows {
+		e, err := evidenceFromRow(r.Evidence, r.URI, r.Hash)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // FindingRecord implements ledgerdb.Store.
+// Hand-written: bulk writes through three statements prepared once; generated queries are compiled again for every row.
 func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
 	res := &ledgerdb.FindingsResult{}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -89,29 +101,34 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 	return res, nil
 }
 
+// discrepancyFromRow converts a finding row.
+func discrepancyFromRow(r dbsqlc.Finding) (reconcile.Discrepancy, error) {
+	d := reconcile.Discrepancy{
+		Class:         reconcile.Class(r.Class),
+		EffectKey:     r.EffectKey,
+		Provider:      r.Provider,
+		Currency:      r.Currency,
+		ExpectedMinor: r.ExpectedMinor,
+		ObservedMinor: r.ObservedMinor,
+		Reason:        r.Reason,
+	}
+	err := driver.DecodeFinding(&d, []byte(r.Transactions), []byte(r.Actions))
+	return d, err
+}
+
 // FindingListByRun implements ledgerdb.Store.
 func (s *Store) FindingListByRun(ctx context.Context, runID string) ([]reconcile.Discrepancy, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT class, effect_key, provider, currency, expected_minor, observed_minor, transactions, actions, reason
-		FROM finding WHERE run_id = ? ORDER BY seq`, runID)
+	rows, err := s.q.FindingListByRun(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []reconcile.Discrepancy
-	for rows.Next() {
-		var (
-			d          reconcile.Discrepancy
-			class      string
-			txs, actns string
-		)
-		if err := rows.Scan(&class, &d.EffectKey, &d.Provider, &d.Currency, &d.ExpectedMinor, &d.ObservedMinor, &txs, &actns, &d.Reason); err != nil {
-			return nil, err
-		}
-		d.Class = reconcile.Class(class)
-		if err := driver.DecodeFinding(&d, []byte(txs), []byte(actns)); err != nil {
+	for _, r := range rows {
+		d, err := discrepancyFromRow(r)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, d)
 	}
-	return out, rows.Err()
+	return out, nil
 }

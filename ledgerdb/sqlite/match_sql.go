@@ -8,6 +8,7 @@ package sqlite
 // them into partitions. ?1 and ?2 are JSON documents read with json_each:
 // the run's source ids, and the kinds that link (["charge", "payout",
 // "refund"]).
+// Hand-written: temporary tables no migration creates, text joined at run time, and UPDATE ... FROM, which sqlc's SQLite parser rejects.
 const (
 	matchSetup = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_new;

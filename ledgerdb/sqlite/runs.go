@@ -8,41 +8,46 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
-const runCols = `id, status, args, result, started_at, finished_at`
-
-func scanRun(row interface{ Scan(...any) error }) (*reconcile.Run, error) {
-	var (
-		r                          reconcile.Run
-		status                     string
-		args, result, started, fin sql.NullString
-	)
-	if err := row.Scan(&r.ID, &status, &args, &result, &started, &fin); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, reconcile.ErrNotFound
-		}
-		return nil, err
+// runFromRow converts a run row; the reads that leave the result out give
+// it as NULL.
+func runFromRow(r dbsqlc.Run) (*reconcile.Run, error) {
+	run := reconcile.Run{
+		ID:     r.ID,
+		Status: reconcile.RunStatus(r.Status),
+		Args:   rawJSON(r.Args),
+		Result: rawJSON(r.Result),
 	}
-	r.Status = reconcile.RunStatus(status)
-	r.Args, r.Result = rawJSON(args), rawJSON(result)
 	var err error
-	if r.StartedAt, err = parseTS(started); err != nil {
+	if run.StartedAt, err = parseTime(r.StartedAt); err != nil {
 		return nil, err
 	}
-	if r.FinishedAt, err = parseTS(fin); err != nil {
+	if run.FinishedAt, err = parseNullTS(r.FinishedAt); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return &run, nil
+}
+
+// readRun is the run that a :one query read, or its error through
+// interpretError.
+func readRun(r dbsqlc.Run, err error) (*reconcile.Run, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return runFromRow(r)
 }
 
 // RunStart implements ledgerdb.Store.
 func (s *Store) RunStart(ctx context.Context, p *ledgerdb.StartRunParams) (*reconcile.Run, error) {
 	var r *reconcile.Run
 	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		r, err = scanRun(tx.QueryRowContext(ctx, `
-			INSERT INTO run (id, status, args, started_at) VALUES (?, 'running', ?, ?)
-			RETURNING `+runCols, p.ID, nullJSON(p.Args), ts(s.now())))
+		r, err = readRun(dbsqlc.New(tx).RunInsert(ctx, dbsqlc.RunInsertParams{
+			ID:        p.ID,
+			Args:      optJSON(p.Args),
+			StartedAt: ts(s.now()),
+		}))
 		return err
 	})
 	if err != nil {
@@ -55,10 +60,18 @@ func (s *Store) RunStart(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
 	// The result is not read back: a large run's is hundreds of megabytes.
 	var r *reconcile.Run
-	err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-		r, err = scanRun(tx.QueryRowContext(ctx, `
-			UPDATE run SET status = ?, result = ?, finished_at = ? WHERE id = ? AND status = 'running'
-			RETURNING id, status, args, NULL, started_at, finished_at`, string(p.Status), nullJSON(p.Result), ts(s.now()), p.ID))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := ts(s.now())
+		row, err := dbsqlc.New(tx).RunFinishRunning(ctx, dbsqlc.RunFinishRunningParams{
+			Status:     string(p.Status),
+			Result:     optJSON(p.Result),
+			FinishedAt: &now,
+			ID:         p.ID,
+		})
+		if err != nil {
+			return interpretError(err)
+		}
+		r, err = runFromRow(dbsqlc.Run{ID: row.ID, Status: row.Status, Args: row.Args, StartedAt: row.StartedAt, FinishedAt: row.FinishedAt})
 		return err
 	})
 	if errors.Is(err, reconcile.ErrNotFound) {
@@ -76,7 +89,7 @@ func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 
 // RunGet implements ledgerdb.Store.
 func (s *Store) RunGet(ctx context.Context, id string) (*reconcile.Run, error) {
-	return scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM run WHERE id = ?`, id))
+	return readRun(s.q.RunGet(ctx, id))
 }
 
 // RunList implements ledgerdb.Store.
@@ -85,21 +98,17 @@ func (s *Store) RunList(ctx context.Context, p *ledgerdb.RunsParams) ([]reconcil
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.db.QueryContext(ctx, `
-		SELECT id, status, args, NULL, started_at, finished_at FROM run
-		WHERE ? = '' OR status = ?
-		ORDER BY started_at DESC, id DESC LIMIT ?`, string(p.Status), string(p.Status), limit)
+	rows, err := s.q.RunList(ctx, dbsqlc.RunListParams{Status: string(p.Status), Limit: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("runs: %w", err)
 	}
-	defer rows.Close()
 	var out []reconcile.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
+	for _, row := range rows {
+		r, err := runFromRow(dbsqlc.Run{ID: row.ID, Status: row.Status, Args: row.Args, StartedAt: row.StartedAt, FinishedAt: row.FinishedAt})
 		if err != nil {
 			return nil, fmt.Errorf("runs: %w", err)
 		}
 		out = append(out, *r)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -15,12 +15,12 @@ import (
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
 // SourceFind implements ledgerdb.Store.
 func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.SourceRecord, error) {
-	r, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source
-		WHERE (hash = ?1 AND ?1 <> '') OR (etag = ?2 AND ?2 <> '') ORDER BY id LIMIT 1`, hash, etag))
+	r, err := readSource(s.q.SourceFind(ctx, dbsqlc.SourceFindParams{Hash: &hash, ETag: &etag}))
 	if err != nil {
 		return nil, err
 	}
@@ -29,6 +29,7 @@ func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.So
 
 // SourceIngest implements ledgerdb.Store: batched inserts through prepared
 // statements inside one write transaction; the manifest's hash is set last.
+// Hand-written: the hot bulk insert path, its evidence INSERT built for n rows at run time and prepared once per source.
 func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -128,46 +129,62 @@ func evidenceInsert(n int) string {
 // errDuplicate rolls back the ingest of content that is in already.
 var errDuplicate = errors.New("duplicate source")
 
-const sourceCols = `id, uri, coalesce(etag, ''), format, coalesce(hash, ''), bytes, row_count, evidence_count, rejected_count, ignored_count, coalesce(run_id, '')`
-
-type scanner interface{ Scan(dest ...any) error }
-
-func scanSource(row scanner) (ledgerdb.SourceRecord, error) {
-	var r ledgerdb.SourceRecord
-	err := row.Scan(&r.ID, &r.URI, &r.ETag, &r.Format, &r.Hash, &r.Bytes, &r.Rows, &r.Evidence, &r.Rejected, &r.Ignored, &r.RunID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, reconcile.ErrNotFound
+// sourceFromRow converts a manifest row.
+func sourceFromRow(r dbsqlc.Source) ledgerdb.SourceRecord {
+	return ledgerdb.SourceRecord{
+		ID:       r.ID,
+		URI:      r.URI,
+		ETag:     text(r.ETag),
+		Format:   r.Format,
+		Hash:     text(r.Hash),
+		Bytes:    r.Bytes,
+		Rows:     int(r.RowCount),
+		Evidence: int(r.EvidenceCount),
+		Rejected: int(r.RejectedCount),
+		Ignored:  int(r.IgnoredCount),
+		RunID:    text(r.RunID),
 	}
-	return r, err
+}
+
+// readSource is the manifest entry that a :one query read, or its error
+// through interpretError.
+func readSource(r dbsqlc.Source, err error) (ledgerdb.SourceRecord, error) {
+	if err != nil {
+		return ledgerdb.SourceRecord{}, interpretError(err)
+	}
+	return sourceFromRow(r), nil
 }
 
 // SourceList implements ledgerdb.Store.
 func (s *Store) SourceList(ctx context.Context) ([]ledgerdb.SourceRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sourceCols+` FROM source ORDER BY id`)
+	rows, err := s.q.SourceList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []ledgerdb.SourceRecord
-	for rows.Next() {
-		r, err := scanSource(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+	for _, r := range rows {
+		out = append(out, sourceFromRow(r))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SourceGetRows implements ledgerdb.Store.
 func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRecord, []reconcile.Evidence, []reconcile.Rejected, error) {
-	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
+	rec, err := readSource(s.q.SourceGet(ctx, id))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	evidence, err := s.queryEvidence(ctx, `WHERE ev.source_id = ?`, id)
+	rows, err := s.q.EvidenceListBySource(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	var evidence []reconcile.Evidence
+	for _, r := range rows {
+		e, err := evidenceFromRow(r.Evidence, r.URI, r.Hash)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		evidence = append(evidence, e)
 	}
 	rejected, err := s.rejectedRows(ctx, &rec, 0)
 	return &rec, evidence, rejected, err
@@ -175,64 +192,57 @@ func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRe
 
 // RejectedListBySource implements ledgerdb.Store.
 func (s *Store) RejectedListBySource(ctx context.Context, id int64, limit int) ([]reconcile.Rejected, error) {
-	rec, err := scanSource(s.db.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM source WHERE id = ?`, id))
+	rec, err := readSource(s.q.SourceGet(ctx, id))
 	if err != nil {
 		return nil, err
 	}
 	return s.rejectedRows(ctx, &rec, limit)
 }
 
+// rejectedRows returns the first limit rejected rows of rec (all when limit
+// is 0), in order.
 func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord, limit int) ([]reconcile.Rejected, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT line, reason, raw FROM rejected_row WHERE source_id = ?1 ORDER BY seq
-		LIMIT CASE WHEN ?2 > 0 THEN ?2 ELSE -1 END`, rec.ID, limit)
+	rows, err := s.q.RejectedListBySource(ctx, dbsqlc.RejectedListBySourceParams{SourceID: rec.ID, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var rejected []reconcile.Rejected
-	for rows.Next() {
-		x := reconcile.Rejected{URI: rec.URI}
-		if err := rows.Scan(&x.Line, &x.Reason, &x.Raw); err != nil {
-			return nil, err
-		}
-		rejected = append(rejected, x)
+	for _, r := range rows {
+		rejected = append(rejected, reconcile.Rejected{URI: rec.URI, Line: int(r.Line), Reason: r.Reason, Raw: r.Raw})
 	}
-	return rejected, rows.Err()
+	return rejected, nil
 }
 
-// queryEvidence returns the evidence rows that where selects (ev is the
-// evidence table), in source and row order, with their provenance.
-func (s *Store) queryEvidence(ctx context.Context, where string, args ...any) ([]reconcile.Evidence, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency,
-		ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent,
-		ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, coalesce(src.hash, '')
-		FROM evidence ev JOIN source src ON src.id = ev.source_id `+where+` ORDER BY ev.source_id, ev.seq`, args...)
-	if err != nil {
-		return nil, err
+// evidenceFromRow converts an evidence row, with the URI and hash of its
+// source.
+func evidenceFromRow(r dbsqlc.Evidence, uri string, hash *string) (reconcile.Evidence, error) {
+	e := reconcile.Evidence{
+		Provider:        r.Provider,
+		TxID:            r.TxID,
+		Kind:            reconcile.Kind(r.Kind),
+		RawKind:         r.RawKind,
+		Amount:          reconcile.Money{Minor: r.AmountMinor, Currency: r.Currency},
+		Fee:             r.FeeMinor,
+		Pending:         r.Pending,
+		Failed:          r.Failed,
+		EffectKey:       r.EffectKey,
+		ParentEffectKey: r.ParentEffectKey,
+		PaymentIntent:   r.PaymentIntent,
+		ParentTxID:      r.ParentTxID,
+		Description:     r.Description,
+		URI:             uri,
+		SourceHash:      text(hash),
+		Line:            int(r.Line),
+		Raw:             r.Raw,
 	}
-	defer rows.Close()
-	var out []reconcile.Evidence
-	for rows.Next() {
-		var (
-			e      reconcile.Evidence
-			kind   string
-			at, md sql.NullString
-		)
-		if err := rows.Scan(&e.Line, &e.Provider, &e.TxID, &kind, &e.RawKind, &e.Amount.Minor, &e.Amount.Currency, &e.Fee, &at,
-			&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID, &e.Description, &md, &e.Raw,
-			&e.URI, &e.SourceHash); err != nil {
-			return nil, err
-		}
-		e.Kind = reconcile.Kind(kind)
-		if e.Time, err = parseTS(at); err != nil {
-			return nil, err
-		}
-		if md.Valid {
-			if err := json.Unmarshal([]byte(md.String), &e.Metadata); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, e)
+	var err error
+	if e.Time, err = parseNullTS(r.OccurredAt); err != nil {
+		return e, err
 	}
-	return out, rows.Err()
+	if r.Metadata != nil {
+		if err := json.Unmarshal([]byte(*r.Metadata), &e.Metadata); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
 }

@@ -22,8 +22,10 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/internal/driver"
+	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
 //go:embed migrations/*.sql
@@ -44,6 +46,7 @@ const timeFormat = "2006-01-02T15:04:05.000Z"
 // Store is the ledger in a SQLite file.
 type Store struct {
 	db *sql.DB
+	q  *dbsqlc.Queries // the generated queries (query/*.sql), on db
 	// renewals is a connection of its own for the leases' renewals: the
 	// matching holds db's one connection for the whole of a run's
 	// matching, and a run longer than its lease must not lose it to its
@@ -89,6 +92,7 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 	// Without WAL a reader blocks a writer's commit, and a writer waiting
 	// for its turn blocks the one that has it: refuse rather than fail later.
 	var mode string
+	// Hand-written: sqlc's SQLite engine takes no PRAGMA as a query.
 	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: cannot open: %w", where, err)
@@ -103,7 +107,7 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 		return nil, fmt.Errorf("ledger %s: %w", where, err)
 	}
 	renewals.SetMaxOpenConns(1)
-	return &Store{db: db, renewals: renewals, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
+	return &Store{db: db, q: dbsqlc.New(db), renewals: renewals, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
 }
 
 // Close closes the file.
@@ -120,6 +124,7 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 
 // SchemaMigrate implements ledgerdb.Store. BEGIN IMMEDIATE makes two processes
 // that migrate at once take turns.
+// Hand-written: the migrations are multi-statement scripts, and no migration creates schema_migration, so sqlc does not know it.
 func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
 	known, err := driver.LoadMigrations(migrations())
 	if err != nil {
@@ -167,6 +172,9 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// applied reads the migrations applied, none when schema_migration does not
+// exist yet.
+// Hand-written: sqlc knows neither sqlite_master nor schema_migration.
 func applied(ctx context.Context, q querier) ([]driver.Applied, error) {
 	var n int
 	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migration'`).Scan(&n); err != nil {
@@ -208,10 +216,23 @@ func (s *Store) inTxOn(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) erro
 	return tx.Commit()
 }
 
+// interpretError maps the database/sql errors of the generated queries to
+// the ledger's: no row is reconcile.ErrNotFound. Any other error is
+// returned as it is.
+func interpretError(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return reconcile.ErrNotFound
+	}
+	return err
+}
+
 // ts writes a time in the fixed-width UTC format.
 func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
 
-// nullTS writes a time, or NULL for the zero time.
+// nullTS writes a time, or NULL for the zero time. nullTS, nullJSON and
+// nullText give the arguments of the hand-written statements (the ingest's
+// among them) as plain values; the generated queries take *string for a
+// nullable column instead (optText, optJSON).
 func nullTS(t time.Time) any {
 	if t.IsZero() {
 		return nil
@@ -249,6 +270,17 @@ func parseTS(s sql.NullString) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// parseTime is parseTS for a time that is never NULL.
+func parseTime(s string) (time.Time, error) { return parseTS(sql.NullString{String: s, Valid: true}) }
+
+// parseNullTS is parseTS for a nullable column read by a generated query.
+func parseNullTS(p *string) (time.Time, error) {
+	if p == nil {
+		return parseTS(sql.NullString{})
+	}
+	return parseTime(*p)
+}
+
 // nullJSON passes a JSON document as text, and an empty one as NULL.
 func nullJSON(b []byte) any {
 	if len(b) == 0 {
@@ -257,10 +289,53 @@ func nullJSON(b []byte) any {
 	return string(b)
 }
 
-// rawJSON reads a nullable JSON column.
-func rawJSON(s sql.NullString) []byte {
-	if !s.Valid {
+// optJSON is nullJSON for a generated query's parameter.
+func optJSON(b []byte) *string {
+	if len(b) == 0 {
 		return nil
 	}
-	return []byte(s.String)
+	s := string(b)
+	return &s
+}
+
+// nullText passes an empty string as NULL.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// optText is nullText for a generated query's parameter.
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// anyText passes a value given as a string or nil (driver.SettleValues) to
+// a generated query's parameter.
+func anyText(v any) *string {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// rawJSON reads a nullable JSON column.
+func rawJSON(p *string) []byte {
+	if p == nil {
+		return nil
+	}
+	return []byte(*p)
+}
+
+// text reads a nullable text column, NULL as "".
+func text(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

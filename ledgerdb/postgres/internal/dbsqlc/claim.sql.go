@@ -7,10 +7,56 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
+const claimAcquireUpsert = `-- name: ClaimAcquireUpsert :one
+INSERT INTO claim (key, owner, fence, state, lease_until, claimed_at)
+VALUES ($1, $2, 1, 'held', $3, $4)
+ON CONFLICT (key) DO UPDATE
+SET owner = EXCLUDED.owner, fence = claim.fence + 1, state = 'held',
+    lease_until = EXCLUDED.lease_until, claimed_at = EXCLUDED.claimed_at,
+    result = NULL, error = NULL, settled_at = NULL
+WHERE claim.state = 'failed'
+   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= EXCLUDED.claimed_at)
+RETURNING key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+`
+
+type ClaimAcquireUpsertParams struct {
+	Key        string
+	Owner      string
+	LeaseUntil *time.Time
+	ClaimedAt  time.Time
+}
+
+// Inserts the first claim on a key, or takes over a failed claim or an
+// expired lease with the next fence. No row when the claim is not to be
+// taken.
+func (q *Queries) ClaimAcquireUpsert(ctx context.Context, arg ClaimAcquireUpsertParams) (Claim, error) {
+	row := q.db.QueryRow(ctx, claimAcquireUpsert,
+		arg.Key,
+		arg.Owner,
+		arg.LeaseUntil,
+		arg.ClaimedAt,
+	)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
 const claimGet = `-- name: ClaimGet :one
-SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at FROM claim WHERE key = $1
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+FROM claim WHERE key = $1
 `
 
 func (q *Queries) ClaimGet(ctx context.Context, key string) (Claim, error) {
@@ -28,4 +74,246 @@ func (q *Queries) ClaimGet(ctx context.Context, key string) (Claim, error) {
 		&i.SettledAt,
 	)
 	return i, err
+}
+
+const claimGetForUpdate = `-- name: ClaimGetForUpdate :one
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+FROM claim WHERE key = $1 FOR UPDATE
+`
+
+func (q *Queries) ClaimGetForUpdate(ctx context.Context, key string) (Claim, error) {
+	row := q.db.QueryRow(ctx, claimGetForUpdate, key)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
+const claimGetMany = `-- name: ClaimGetMany :many
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+FROM claim WHERE key = ANY($1::text[])
+`
+
+func (q *Queries) ClaimGetMany(ctx context.Context, keys []string) ([]Claim, error) {
+	rows, err := q.db.Query(ctx, claimGetMany, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Claim
+	for rows.Next() {
+		var i Claim
+		if err := rows.Scan(
+			&i.Key,
+			&i.Owner,
+			&i.Fence,
+			&i.State,
+			&i.LeaseUntil,
+			&i.Result,
+			&i.Error,
+			&i.ClaimedAt,
+			&i.SettledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const claimListByEffect = `-- name: ClaimListByEffect :many
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+FROM claim WHERE key = $1 OR key LIKE $2 ORDER BY key
+`
+
+type ClaimListByEffectParams struct {
+	EffectKey    string
+	ChildPattern string
+}
+
+func (q *Queries) ClaimListByEffect(ctx context.Context, arg ClaimListByEffectParams) ([]Claim, error) {
+	rows, err := q.db.Query(ctx, claimListByEffect, arg.EffectKey, arg.ChildPattern)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Claim
+	for rows.Next() {
+		var i Claim
+		if err := rows.Scan(
+			&i.Key,
+			&i.Owner,
+			&i.Fence,
+			&i.State,
+			&i.LeaseUntil,
+			&i.Result,
+			&i.Error,
+			&i.ClaimedAt,
+			&i.SettledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const claimRenewUpdate = `-- name: ClaimRenewUpdate :one
+UPDATE claim SET lease_until = $1
+WHERE key = $2 AND fence = $3 AND state = 'held'
+RETURNING key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+`
+
+type ClaimRenewUpdateParams struct {
+	LeaseUntil *time.Time
+	Key        string
+	Fence      int64
+}
+
+// Extends the lease of the holder of fence. No row when it holds none.
+func (q *Queries) ClaimRenewUpdate(ctx context.Context, arg ClaimRenewUpdateParams) (Claim, error) {
+	row := q.db.QueryRow(ctx, claimRenewUpdate, arg.LeaseUntil, arg.Key, arg.Fence)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
+const claimSettleUpdate = `-- name: ClaimSettleUpdate :one
+UPDATE claim SET state = $1, result = $2::text::jsonb, error = $3,
+  settled_at = $4::timestamptz, lease_until = NULL
+WHERE key = $5 AND fence = $6 AND state = 'held'
+RETURNING key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+`
+
+type ClaimSettleUpdateParams struct {
+	State     string
+	Result    *string
+	Error     *string
+	SettledAt time.Time
+	Key       string
+	Fence     int64
+}
+
+// Completes or fails the claim held under fence. No row when it is not
+// held under fence.
+func (q *Queries) ClaimSettleUpdate(ctx context.Context, arg ClaimSettleUpdateParams) (Claim, error) {
+	row := q.db.QueryRow(ctx, claimSettleUpdate,
+		arg.State,
+		arg.Result,
+		arg.Error,
+		arg.SettledAt,
+		arg.Key,
+		arg.Fence,
+	)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
+const orphanInsert = `-- name: OrphanInsert :one
+INSERT INTO orphan (key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at)
+VALUES ($1, $2, $3, $4::text::jsonb,
+  $5, $6, $7, $8::text::jsonb,
+  $9)
+RETURNING id
+`
+
+type OrphanInsertParams struct {
+	Key           string
+	StaleFence    int64
+	StaleOwner    string
+	StaleResult   *string
+	CurrentFence  int64
+	CurrentOwner  string
+	CurrentState  string
+	CurrentResult *string
+	RecordedAt    time.Time
+}
+
+func (q *Queries) OrphanInsert(ctx context.Context, arg OrphanInsertParams) (int64, error) {
+	row := q.db.QueryRow(ctx, orphanInsert,
+		arg.Key,
+		arg.StaleFence,
+		arg.StaleOwner,
+		arg.StaleResult,
+		arg.CurrentFence,
+		arg.CurrentOwner,
+		arg.CurrentState,
+		arg.CurrentResult,
+		arg.RecordedAt,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const orphanList = `-- name: OrphanList :many
+SELECT id, key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at
+FROM orphan ORDER BY id
+`
+
+func (q *Queries) OrphanList(ctx context.Context) ([]Orphan, error) {
+	rows, err := q.db.Query(ctx, orphanList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Orphan
+	for rows.Next() {
+		var i Orphan
+		if err := rows.Scan(
+			&i.ID,
+			&i.Key,
+			&i.StaleFence,
+			&i.StaleOwner,
+			&i.StaleResult,
+			&i.CurrentFence,
+			&i.CurrentOwner,
+			&i.CurrentState,
+			&i.CurrentResult,
+			&i.RecordedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

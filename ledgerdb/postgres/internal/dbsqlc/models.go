@@ -32,7 +32,7 @@ type Effect struct {
 	CreatedAt   time.Time
 	ConfirmedAt *time.Time
 	ParentKey   *string
-	Depth       int32
+	Depth       int
 }
 
 type EffectState struct {
@@ -51,7 +51,7 @@ type Escalation struct {
 	Reason         string
 	RunID          string
 	Status         string
-	Generation     int32
+	Generation     int
 	OpenedAt       time.Time
 	PagedAt        *time.Time
 	ResolvedAt     *time.Time
@@ -63,8 +63,8 @@ type Escalation struct {
 
 type Evidence struct {
 	SourceID        int64
-	Seq             int32
-	Line            int32
+	Seq             int
+	Line            int
 	Provider        string
 	TxID            string
 	Kind            string
@@ -86,7 +86,7 @@ type Evidence struct {
 
 type Finding struct {
 	RunID         string
-	Seq           int32
+	Seq           int
 	Class         string
 	EffectKey     string
 	Provider      string
@@ -113,8 +113,8 @@ type Orphan struct {
 
 type RejectedRow struct {
 	SourceID int64
-	Seq      int32
-	Line     int32
+	Seq      int
+	Line     int
 	Reason   string
 	Raw      string
 }
@@ -144,10 +144,10 @@ type Source struct {
 	Etag          *string
 	Bytes         int64
 	Format        string
-	RowCount      int32
-	EvidenceCount int32
-	RejectedCount int32
-	IgnoredCount  int32
+	RowCount      int
+	EvidenceCount int
+	RejectedCount int
+	IgnoredCount  int
 	RunID         *string
 	IngestedAt    time.Time
 }
@@ -166,19 +166,19 @@ type StageEffect struct {
 	Class      *string
 	Since      *time.Time
 	Final      bool
-	Part       int32
+	Part       int
 }
 
 type StagePartition struct {
 	RunID string
-	Idx   int32
-	Count int32
+	Idx   int
+	Count int
 }
 
 type StageRecord struct {
 	RunID           string
 	Mine            bool
-	Line            int32
+	Line            int
 	Provider        string
 	Kind            string
 	TxID            string
@@ -191,16 +191,16 @@ type StageRecord struct {
 	ParentEffectKey string
 	PaymentIntent   string
 	ParentTxID      string
-	Part            int32
+	Part            int
 	Uri             string
 	Webhook         bool
 }
 
 type StageResult struct {
 	RunID     string
-	Idx       int32
+	Idx       int
 	Worker    string
-	Confirmed int32
+	Confirmed int
 	Result    []byte
 	WorkMs    int64
 }

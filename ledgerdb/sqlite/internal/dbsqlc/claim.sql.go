@@ -9,10 +9,55 @@ import (
 	"context"
 )
 
-const claimGet = `-- name: ClaimGet :one
-SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at FROM claim WHERE key = ?
+const claimAcquireUpsert = `-- name: ClaimAcquireUpsert :one
+INSERT INTO claim (key, owner, fence, state, lease_until, claimed_at)
+VALUES (?1, ?2, 1, 'held', ?3, ?4)
+ON CONFLICT (key) DO UPDATE
+SET owner = excluded.owner, fence = claim.fence + 1, state = 'held',
+    lease_until = excluded.lease_until, claimed_at = excluded.claimed_at,
+    result = NULL, error = NULL, settled_at = NULL
+WHERE claim.state = 'failed'
+   OR (claim.state = 'held' AND claim.lease_until IS NOT NULL AND claim.lease_until <= excluded.claimed_at)
+RETURNING key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
 `
 
+type ClaimAcquireUpsertParams struct {
+	Key        string
+	Owner      string
+	LeaseUntil *string
+	ClaimedAt  string
+}
+
+// ClaimAcquireUpsert inserts the first claim on key, or takes over a failed
+// claim or an expired lease with fence + 1; it returns no row when the
+// claim is live or done.
+func (q *Queries) ClaimAcquireUpsert(ctx context.Context, arg ClaimAcquireUpsertParams) (Claim, error) {
+	row := q.db.QueryRowContext(ctx, claimAcquireUpsert,
+		arg.Key,
+		arg.Owner,
+		arg.LeaseUntil,
+		arg.ClaimedAt,
+	)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
+const claimGet = `-- name: ClaimGet :one
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at FROM claim WHERE key = ?1
+`
+
+// ClaimGet reads the claim on key.
 func (q *Queries) ClaimGet(ctx context.Context, key string) (Claim, error) {
 	row := q.db.QueryRowContext(ctx, claimGet, key)
 	var i Claim
@@ -28,4 +73,237 @@ func (q *Queries) ClaimGet(ctx context.Context, key string) (Claim, error) {
 		&i.SettledAt,
 	)
 	return i, err
+}
+
+const claimGetMany = `-- name: ClaimGetMany :many
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at FROM claim
+WHERE key IN (SELECT value FROM json_each(?1))
+`
+
+// ClaimGetMany reads the claims on keys, one JSON array of them: one
+// parameter however many keys there are.
+func (q *Queries) ClaimGetMany(ctx context.Context, keys interface{}) ([]Claim, error) {
+	rows, err := q.db.QueryContext(ctx, claimGetMany, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Claim
+	for rows.Next() {
+		var i Claim
+		if err := rows.Scan(
+			&i.Key,
+			&i.Owner,
+			&i.Fence,
+			&i.State,
+			&i.LeaseUntil,
+			&i.Result,
+			&i.Error,
+			&i.ClaimedAt,
+			&i.SettledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const claimListByEffect = `-- name: ClaimListByEffect :many
+SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at FROM claim
+WHERE (key = ?1 OR (key > ?1 || ':' AND key < ?1 || ';'))
+ORDER BY key
+`
+
+// ClaimListByEffect reads the claims on an effect's actions: the key itself
+// and every key derived from it (key:...), in key order. ':' sorts just
+// before ';' in SQLite's binary collation, so the derived keys are one range.
+func (q *Queries) ClaimListByEffect(ctx context.Context, effectKey string) ([]Claim, error) {
+	rows, err := q.db.QueryContext(ctx, claimListByEffect, effectKey)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Claim
+	for rows.Next() {
+		var i Claim
+		if err := rows.Scan(
+			&i.Key,
+			&i.Owner,
+			&i.Fence,
+			&i.State,
+			&i.LeaseUntil,
+			&i.Result,
+			&i.Error,
+			&i.ClaimedAt,
+			&i.SettledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const claimRenewHeld = `-- name: ClaimRenewHeld :one
+UPDATE claim SET lease_until = ?1
+WHERE key = ?2 AND fence = ?3 AND state = 'held'
+RETURNING key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+`
+
+type ClaimRenewHeldParams struct {
+	LeaseUntil *string
+	Key        string
+	Fence      int64
+}
+
+// ClaimRenewHeld extends the lease of a claim held under fence; it returns
+// no row when the claim is not held under it.
+func (q *Queries) ClaimRenewHeld(ctx context.Context, arg ClaimRenewHeldParams) (Claim, error) {
+	row := q.db.QueryRowContext(ctx, claimRenewHeld, arg.LeaseUntil, arg.Key, arg.Fence)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
+const claimSettleHeld = `-- name: ClaimSettleHeld :one
+UPDATE claim SET state = ?1, result = ?2, error = ?3,
+    settled_at = ?4, lease_until = NULL
+WHERE key = ?5 AND fence = ?6 AND state = 'held'
+RETURNING key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
+`
+
+type ClaimSettleHeldParams struct {
+	State     string
+	Result    *string
+	Error     *string
+	SettledAt *string
+	Key       string
+	Fence     int64
+}
+
+// ClaimSettleHeld completes or fails a claim held under fence; it returns
+// no row when the claim is not held under it.
+func (q *Queries) ClaimSettleHeld(ctx context.Context, arg ClaimSettleHeldParams) (Claim, error) {
+	row := q.db.QueryRowContext(ctx, claimSettleHeld,
+		arg.State,
+		arg.Result,
+		arg.Error,
+		arg.SettledAt,
+		arg.Key,
+		arg.Fence,
+	)
+	var i Claim
+	err := row.Scan(
+		&i.Key,
+		&i.Owner,
+		&i.Fence,
+		&i.State,
+		&i.LeaseUntil,
+		&i.Result,
+		&i.Error,
+		&i.ClaimedAt,
+		&i.SettledAt,
+	)
+	return i, err
+}
+
+const orphanInsert = `-- name: OrphanInsert :one
+INSERT INTO orphan (key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at)
+VALUES (?1, ?2, ?3, ?4, ?5,
+    ?6, ?7, ?8, ?9)
+RETURNING id
+`
+
+type OrphanInsertParams struct {
+	Key           string
+	StaleFence    int64
+	StaleOwner    string
+	StaleResult   *string
+	CurrentFence  int64
+	CurrentOwner  string
+	CurrentState  string
+	CurrentResult *string
+	RecordedAt    string
+}
+
+// OrphanInsert records the effect of an owner that had lost its claim, and
+// returns its id.
+func (q *Queries) OrphanInsert(ctx context.Context, arg OrphanInsertParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, orphanInsert,
+		arg.Key,
+		arg.StaleFence,
+		arg.StaleOwner,
+		arg.StaleResult,
+		arg.CurrentFence,
+		arg.CurrentOwner,
+		arg.CurrentState,
+		arg.CurrentResult,
+		arg.RecordedAt,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const orphanList = `-- name: OrphanList :many
+SELECT id, key, stale_fence, stale_owner, stale_result, current_fence, current_owner, current_state, current_result, recorded_at
+FROM orphan ORDER BY id
+`
+
+// OrphanList reads every orphan, oldest first.
+func (q *Queries) OrphanList(ctx context.Context) ([]Orphan, error) {
+	rows, err := q.db.QueryContext(ctx, orphanList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Orphan
+	for rows.Next() {
+		var i Orphan
+		if err := rows.Scan(
+			&i.ID,
+			&i.Key,
+			&i.StaleFence,
+			&i.StaleOwner,
+			&i.StaleResult,
+			&i.CurrentFence,
+			&i.CurrentOwner,
+			&i.CurrentState,
+			&i.CurrentResult,
+			&i.RecordedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

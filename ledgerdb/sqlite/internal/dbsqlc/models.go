@@ -34,7 +34,7 @@ type Effect struct {
 type EffectState struct {
 	Key          string
 	Class        string
-	Final        int64
+	Final        bool
 	RunID        string
 	ClassifiedAt string
 	Since        *string
@@ -69,8 +69,8 @@ type Evidence struct {
 	Currency        string
 	FeeMinor        int64
 	OccurredAt      *string
-	Pending         int64
-	Failed          int64
+	Pending         bool
+	Failed          bool
 	EffectKey       string
 	ParentEffectKey string
 	PaymentIntent   string
@@ -136,8 +136,8 @@ type Run struct {
 type Source struct {
 	ID            int64
 	Hash          *string
-	Uri           string
-	Etag          *string
+	URI           string
+	ETag          *string
 	Bytes         int64
 	Format        string
 	RowCount      int64
