@@ -136,21 +136,12 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 		if err != nil {
 			return err
 		}
-		pending, err := driver.Pending(known, have)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
-				m.Version, m.Name, m.Checksum); err != nil {
+		done, err = driver.Apply(known, have, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
+			func(sql string, args ...any) error {
+				_, err := tx.Exec(ctx, sql, args...)
 				return err
-			}
-			done = append(done, m)
-		}
-		return nil
+			})
+		return err
 	})
 	if err == nil {
 		err = s.migrateRiver(ctx)

@@ -3,7 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -11,6 +10,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 	"reconcile/ledgerdb/postgres/internal/dbsqlc"
 )
 
@@ -55,17 +55,7 @@ func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 		r = runOf(row)
 		return nil
 	})
-	if errors.Is(err, reconcile.ErrNotFound) {
-		if _, gerr := s.RunGet(ctx, p.ID); gerr != nil {
-			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
-		}
-		return nil, fmt.Errorf("run %s: finish: %w: it is not running", p.ID, reconcile.ErrInvalidTransition)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run %s: finish: %w", p.ID, err)
-	}
-	r.Result = p.Result
-	return r, nil
+	return driver.Finished(ctx, p, r, err, s.RunGet)
 }
 
 // copyText reads b as one value of COPY's text format, ending its row:

@@ -3,11 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 	"reconcile/ledgerdb/sqlite/internal/dbsqlc"
 )
 
@@ -74,17 +74,7 @@ func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 		r, err = runFromRow(dbsqlc.Run{ID: row.ID, Status: row.Status, Args: row.Args, StartedAt: row.StartedAt, FinishedAt: row.FinishedAt})
 		return err
 	})
-	if errors.Is(err, reconcile.ErrNotFound) {
-		if _, gerr := s.RunGet(ctx, p.ID); gerr != nil {
-			return nil, fmt.Errorf("run %s: finish: %w", p.ID, gerr)
-		}
-		return nil, fmt.Errorf("run %s: finish: %w: it is not running", p.ID, reconcile.ErrInvalidTransition)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run %s: finish: %w", p.ID, err)
-	}
-	r.Result = p.Result
-	return r, nil
+	return driver.Finished(ctx, p, r, err, s.RunGet)
 }
 
 // RunGet implements ledgerdb.Store.

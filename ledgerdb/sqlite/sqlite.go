@@ -143,21 +143,12 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 		if err != nil {
 			return err
 		}
-		pending, err := driver.Pending(known, have)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
-				m.Version, m.Name, m.Checksum); err != nil {
+		done, err = driver.Apply(known, have, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
+			func(sql string, args ...any) error {
+				_, err := tx.ExecContext(ctx, sql, args...)
 				return err
-			}
-			done = append(done, m)
-		}
-		return nil
+			})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)

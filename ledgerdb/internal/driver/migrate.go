@@ -91,3 +91,23 @@ func behind(where string, pending []ledgerdb.Migration) error {
 	return fmt.Errorf("%w: ledger %s needs %d migration(s) (next: %03d_%s): run `reconcile migrate --ledger %s`",
 		reconcile.ErrSchema, where, len(pending), pending[0].Version, pending[0].Name, where)
 }
+
+// Apply runs the migrations of known that have not been applied (have),
+// in order, recording each in schema_migration with record, the driver's
+// INSERT of version, name and checksum; exec runs one statement in the
+// migration's transaction. It returns the migrations applied.
+func Apply(known []ledgerdb.Migration, have []Applied, record string, exec func(sql string, args ...any) error) ([]ledgerdb.Migration, error) {
+	pending, err := Pending(known, have)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range pending {
+		if err := exec(m.SQL); err != nil {
+			return nil, fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
+		}
+		if err := exec(record, m.Version, m.Name, m.Checksum); err != nil {
+			return nil, err
+		}
+	}
+	return pending, nil
+}
