@@ -85,6 +85,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -133,36 +134,16 @@ func Parse(ctx context.Context, r io.Reader, opt Options, sink reconcile.RowSink
 	if err != nil {
 		return fmt.Errorf("line %d: %w", m.SkipRows+1, err)
 	}
-	p := &parser{m: &m, tr: tr, sink: sink, offset: m.SkipRows, currencies: reconcile.Currencies{Provider: m.Provider}}
-	if err := p.header(); err != nil {
-		return err
+	p := &parser{m: &m, currencies: reconcile.Currencies{Provider: m.Provider}}
+	rows := tabular.Rows{
+		Empty:  fmt.Sprintf("line %d: no header row: the file is empty", m.SkipRows+1),
+		Header: "header",
+		Reason: func(pe *csv.ParseError) string {
+			return fmt.Sprintf("malformed CSV at character %d: %v", pe.Column, pe.Err)
+		},
+		Offset: m.SkipRows,
 	}
-	guard := tr.Guard(sink)
-	guard.Width = p.fields
-	p.sink = guard
-	for n := 1; ; n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		rec, line, err := tr.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if pe := tabular.Malformed(err); pe != nil {
-			if err := p.sink.Reject(line+p.offset, tr.Raw(), fmt.Sprintf("malformed CSV at character %d: %v", pe.Column, pe.Err)); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("line %d: %w", line+p.offset, err)
-		}
-		if err := p.row(rec, line+p.offset); err != nil {
-			return err
-		}
-	}
+	return rows.Read(ctx, tr, sink, p.header, p.row)
 }
 
 // col is a mapped column: its header name and position, -1 when unmapped.
@@ -189,9 +170,6 @@ func (c *col) get(rec []string) string {
 
 type parser struct {
 	m      *Mapping
-	tr     *tabular.Reader
-	sink   reconcile.RowSink
-	offset int // lines skipped before the reader's first line
 	fields int // fields in the header
 
 	txID, amount, debit, credit, direction, currency, when, kind, status, fee col
@@ -218,16 +196,9 @@ type metaCol struct {
 	col
 }
 
-// header reads the header row and finds every column the mapping names.
-func (p *parser) header() error {
-	rec, line, err := p.tr.Read()
-	line += p.offset
-	switch {
-	case errors.Is(err, io.EOF):
-		return fmt.Errorf("line %d: no header row: the file is empty", p.offset+1)
-	case err != nil:
-		return fmt.Errorf("line %d: header: %w", line, err)
-	}
+// header finds every column the mapping names in the header record, and
+// returns how many fields it has.
+func (p *parser) header(rec []string) (int, error) {
 	h := tabular.NewHeader(rec)
 	p.fields = len(rec)
 	var names []string
@@ -235,12 +206,12 @@ func (p *parser) header() error {
 		names = append(names, c.name)
 	}
 	if err := h.Require(names...); err != nil {
-		return fmt.Errorf("line %d: %w (the header has: %s)", line, err, strings.Join(h.Names, ", "))
+		return 0, fmt.Errorf("%w (the header has: %s)", err, strings.Join(h.Names, ", "))
 	}
 	// Every column the mapping names is read: which of two of a name the
 	// file meant cannot be told. Columns it does not name may repeat.
 	if err := h.Unique(names...); err != nil {
-		return fmt.Errorf("line %d: %w", line, err)
+		return 0, err
 	}
 	find := func(name string) col {
 		if name == "" {
@@ -259,21 +230,20 @@ func (p *parser) header() error {
 	for k, name := range p.m.Metadata {
 		p.meta = append(p.meta, metaCol{k, find(name)})
 	}
-	return nil
+	return p.fields, nil
 }
 
 // row gives one record its outcome.
-func (p *parser) row(rec []string, line int) error {
-	raw := p.tr.Joined()
+func (p *parser) row(rec []string, line int, raw string, sink reconcile.RowSink) error {
 	ev, ignore, reject := p.build(rec, tabular.HasExponent(raw))
 	switch {
 	case ignore != "":
-		return p.sink.Ignore(line, ignore)
+		return sink.Ignore(line, ignore)
 	case reject != "":
-		return p.sink.Reject(line, raw, reject)
+		return sink.Reject(line, raw, reject)
 	}
 	ev.Line, ev.Raw = line, raw
-	return p.sink.Evidence(ev)
+	return sink.Evidence(ev)
 }
 
 // build turns a record into evidence, or says why it is ignored or rejected.

@@ -30,6 +30,10 @@ type Rows struct {
 	// at line L, column C: " and what is wrong, L and C being where the
 	// quoting went wrong.
 	Reason func(pe *csv.ParseError) string
+	// Offset is how many lines come before the reader's first (rows a
+	// format skips before its header): every line Read reports or gives
+	// counts them.
+	Offset int
 }
 
 // Read first reads the header record from rd. When the input holds no
@@ -63,8 +67,9 @@ func (t Rows) Read(ctx context.Context, rd *Reader, sink reconcile.RowSink, head
 	case errors.Is(err, io.EOF):
 		return errors.New(t.Empty)
 	case err != nil:
-		return fmt.Errorf("line %d: %s: %w", max(line, 1), t.Header, err)
+		return fmt.Errorf("line %d: %s: %w", max(line, 1)+t.Offset, t.Header, err)
 	}
+	line += t.Offset
 	width, err := header(rec)
 	if err != nil {
 		return fmt.Errorf("line %d: %w", line, err)
@@ -82,11 +87,12 @@ func (t Rows) Read(ctx context.Context, rd *Reader, sink reconcile.RowSink, head
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
+		line += t.Offset
 		if pe := Malformed(err); pe != nil {
 			if err := guard.Reject(line, rd.Raw(), t.reason(pe)); err != nil {
 				return err
 			}
-			last = pe.Line
+			last = pe.Line + t.Offset
 			continue
 		}
 		if err != nil {
