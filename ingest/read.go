@@ -45,22 +45,14 @@ type Total struct {
 	Overflow bool
 }
 
-// Input is the account of one source read (report.InputOf is how the
-// outputs show it): every row is evidence, rejected
-// or ignored, so Rows = Evidence + Rejected + Ignored. A webhook event that
-// carries several refunds is one row per refund.
+// Input is what reading one source gave: its account, why rows were
+// ignored and what its evidence adds up to (report.InputOf is how the
+// outputs show it). A webhook event that carries several refunds is one row
+// per refund.
 type Input struct {
-	URI      string
-	Format   string
-	Hash     string
-	ETag     string
-	Bytes    int64
-	Rows     int
-	Evidence int
-	Rejected int
-	Ignored  int
-	Ignores  map[string]int // reason → rows
-	Totals   []Total
+	reconcile.SourceAccount
+	Ignores map[string]int // reason → rows
+	Totals  []Total
 	// AlreadyIngested is set by callers that found the same content in the
 	// ledger's manifest and so read nothing.
 	AlreadyIngested bool
@@ -89,7 +81,7 @@ func Read(ctx context.Context, src Source, opt *Options, out Sink) (*Input, erro
 	}
 	defer rc.Close()
 	raw := &hashingReader{r: rc, h: sha256.New(), prog: opt.Progress}
-	in := &Input{URI: src.URI, ETag: src.ETag}
+	in := &Input{SourceAccount: reconcile.SourceAccount{URI: src.URI, ETag: src.ETag}}
 
 	stored := bufio.NewReaderSize(raw, headSize)
 	var content io.Reader = stored

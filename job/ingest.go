@@ -179,8 +179,9 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 		}
 	}
 	already := func(rec *ledgerdb.SourceRecord) (*ingest.Input, *ledgerdb.IngestResult, error) {
-		return &ingest.Input{URI: src.URI, Format: rec.Format, Hash: rec.Hash, ETag: src.ETag, Bytes: rec.Bytes, Rows: rec.Rows,
-			Evidence: rec.Evidence, Rejected: rec.Rejected, Ignored: rec.Ignored, AlreadyIngested: true, Totals: []ingest.Total{}}, &ledgerdb.IngestResult{SourceID: rec.ID}, nil
+		acc := rec.SourceAccount
+		acc.URI, acc.ETag = src.URI, src.ETag
+		return &ingest.Input{SourceAccount: acc, AlreadyIngested: true, Totals: []ingest.Total{}}, &ledgerdb.IngestResult{SourceID: rec.ID}, nil
 	}
 	rec, err := j.Store.SourceFind(ctx, hash, src.ETag)
 	if err == nil {
@@ -200,8 +201,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 			if err != nil {
 				return nil, err
 			}
-			return &ledgerdb.SourceRecord{Format: input.Format, Hash: input.Hash, Bytes: input.Bytes, Rows: input.Rows,
-				Evidence: input.Evidence, Rejected: input.Rejected, Ignored: input.Ignored}, nil
+			return &ledgerdb.SourceRecord{SourceAccount: input.SourceAccount}, nil
 		})
 	if err != nil {
 		return nil, nil, err

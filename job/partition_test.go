@@ -180,7 +180,7 @@ func (w *ledgerWorld) load(t *testing.T, store ledgerdb.Store) int64 {
 					return nil, err
 				}
 			}
-			return &ledgerdb.SourceRecord{Format: "test", Hash: uri, Evidence: len(evs)}, nil
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: uri, Evidence: len(evs)}}, nil
 		})
 		if err != nil {
 			t.Fatal(err)

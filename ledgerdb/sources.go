@@ -13,17 +13,9 @@ type SourceWriter interface {
 // SourceRecord is a source's entry in the manifest: what was read and what
 // became of its rows.
 type SourceRecord struct {
-	ID       int64
-	URI      string
-	ETag     string
-	Format   string
-	Hash     string // hex SHA-256 of the content as stored
-	Bytes    int64
-	Rows     int
-	Evidence int
-	Rejected int
-	Ignored  int
-	RunID    string
+	ID int64
+	reconcile.SourceAccount
+	RunID string
 }
 
 // IngestParams names the source about to be written.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reconcile"
 	"strings"
 	"testing"
 
@@ -114,7 +115,7 @@ func testIngestTwiceAddsNothing(t *testing.T, ledger string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ledgerdb.SourceRecord{ID: srcs[0].ID, URI: path, Format: "stripe-itemized", Hash: rec.Hash, Bytes: int64(len(itemizedCSV)), Rows: 3, Evidence: 2, Rejected: 1}
+	want := ledgerdb.SourceRecord{ID: srcs[0].ID, SourceAccount: reconcile.SourceAccount{URI: path, Format: "stripe-itemized", Hash: rec.Hash, Bytes: int64(len(itemizedCSV)), Rows: 3, Evidence: 2, Rejected: 1}}
 	if diff := cmp.Diff(want, *rec); diff != "" || len(rec.Hash) != 64 {
 		t.Errorf("manifest (-want +got):\n%s", diff)
 	}

@@ -39,7 +39,7 @@ func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb
 				return nil, err
 			}
 		}
-		return &ledgerdb.SourceRecord{Format: "test", Hash: hash, Rows: len(evs), Evidence: len(evs)}, nil
+		return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: hash, Rows: len(evs), Evidence: len(evs)}}, nil
 	})
 	if err != nil || res.Duplicate {
 		e.t.Fatalf("IngestSource(%s) = %+v, %v", hash, res, err)

@@ -42,8 +42,7 @@ func (e *env) ingest(store ledgerdb.Store, hash string, n int, rejected []reconc
 					return nil, err
 				}
 			}
-			return &ledgerdb.SourceRecord{Format: "stripe-itemized", Hash: hash, Bytes: 123, Rows: n + len(rejected) + 1,
-				Evidence: n, Rejected: len(rejected), Ignored: 1}, nil
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "stripe-itemized", Hash: hash, Bytes: 123, Rows: n + len(rejected) + 1, Evidence: n, Rejected: len(rejected), Ignored: 1}}, nil
 		})
 }
 
@@ -70,8 +69,7 @@ func testIngestWritesRowsAndManifest(e *env) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	wantRec := ledgerdb.SourceRecord{ID: res.SourceID, URI: "s.csv", ETag: "etag-h1", Format: "stripe-itemized", Hash: "h1", Bytes: 123,
-		Rows: 7, Evidence: 3, Rejected: 3, Ignored: 1, RunID: "run_x"}
+	wantRec := ledgerdb.SourceRecord{ID: res.SourceID, RunID: "run_x", SourceAccount: reconcile.SourceAccount{URI: "s.csv", ETag: "etag-h1", Format: "stripe-itemized", Hash: "h1", Bytes: 123, Rows: 7, Evidence: 3, Rejected: 3, Ignored: 1}}
 	if diff := cmp.Diff(wantRec, *rec); diff != "" {
 		e.t.Errorf("manifest entry (-want +got):\n%s", diff)
 	}

@@ -48,7 +48,7 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			ev := reconcile.Evidence{Provider: "stripe", TxID: "ch_0", Kind: reconcile.KindCharge, RawKind: "charge", Time: at, URI: "report.csv",
 				Line: 2, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, EffectKey: key, Raw: "ch_0"}
-			return &ledgerdb.SourceRecord{Format: "test", Hash: "h1", Rows: 1, Evidence: 1}, w.Evidence(&ev)
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: "h1", Rows: 1, Evidence: 1}}, w.Evidence(&ev)
 		})
 	if err != nil {
 		t.Fatal(err)

@@ -293,7 +293,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			if err := w.Reject(&reconcile.Rejected{URI: "report.csv", Line: 5, Reason: "no amount", Raw: "x"}); err != nil {
 				return nil, err
 			}
-			return &ledgerdb.SourceRecord{Format: "test", Hash: "h1", Rows: 4, Evidence: 3, Rejected: 1}, nil
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: "h1", Rows: 4, Evidence: 3, Rejected: 1}}, nil
 		})
 	must("IngestSource", err)
 	_, err = s.SourceList(ctx)

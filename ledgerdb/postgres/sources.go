@@ -97,8 +97,9 @@ func nullTime(t time.Time) any {
 
 // sourceOf converts a manifest row.
 func sourceOf(r dbsqlc.Source) ledgerdb.SourceRecord {
-	return ledgerdb.SourceRecord{ID: r.ID, URI: r.Uri, ETag: textOf(r.Etag), Format: r.Format, Hash: textOf(r.Hash), Bytes: r.Bytes,
-		Rows: r.RowCount, Evidence: r.EvidenceCount, Rejected: r.RejectedCount, Ignored: r.IgnoredCount, RunID: textOf(r.RunID)}
+	return ledgerdb.SourceRecord{ID: r.ID, RunID: textOf(r.RunID), SourceAccount: reconcile.SourceAccount{URI: r.Uri, ETag: textOf(r.Etag),
+		Format: r.Format, Hash: textOf(r.Hash), Bytes: r.Bytes, Rows: r.RowCount, Evidence: r.EvidenceCount, Rejected: r.RejectedCount,
+		Ignored: r.IgnoredCount}}
 }
 
 // SourceList implements ledgerdb.Store.

@@ -131,8 +131,7 @@ var errDuplicate = errors.New("duplicate source")
 
 // sourceFromRow converts a manifest row.
 func sourceFromRow(r dbsqlc.Source) ledgerdb.SourceRecord {
-	return ledgerdb.SourceRecord{
-		ID:       r.ID,
+	return ledgerdb.SourceRecord{ID: r.ID, RunID: text(r.RunID), SourceAccount: reconcile.SourceAccount{
 		URI:      r.URI,
 		ETag:     text(r.ETag),
 		Format:   r.Format,
@@ -142,8 +141,7 @@ func sourceFromRow(r dbsqlc.Source) ledgerdb.SourceRecord {
 		Evidence: int(r.EvidenceCount),
 		Rejected: int(r.RejectedCount),
 		Ignored:  int(r.IgnoredCount),
-		RunID:    text(r.RunID),
-	}
+	}}
 }
 
 // readSource is the manifest entry that a :one query read, or its error

@@ -56,7 +56,7 @@ func childIngest(ctx context.Context, s ledgerdb.Store, c *childSpec) error {
 				return nil, fmt.Errorf("not released within 2 minutes")
 			}
 		}
-		return &ledgerdb.SourceRecord{Format: "test", Hash: "hash-" + c.URI, Rows: c.Rows, Evidence: c.Rows}, nil
+		return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: "hash-" + c.URI, Rows: c.Rows, Evidence: c.Rows}}, nil
 	})
 	if err != nil {
 		return err
@@ -163,7 +163,7 @@ func TestIngestWhileARunMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "run"}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
-		return &ledgerdb.SourceRecord{Format: "test", Hash: "hash-run", Rows: effects, Evidence: effects}, writeRows(w, "run", effects)
+		return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: "hash-run", Rows: effects, Evidence: effects}}, writeRows(w, "run", effects)
 	})
 	if err != nil {
 		t.Fatal(err)
