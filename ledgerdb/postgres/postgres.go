@@ -116,12 +116,8 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 // processes that migrate at once take turns. Its statements are
 // hand-written: they make the schema that sqlc generates against.
 func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
-	known, err := driver.LoadMigrations(migrations())
-	if err != nil {
-		return nil, err
-	}
 	var done []ledgerdb.Migration
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.reconcile.migrate'))`); err != nil {
 			return err
 		}
@@ -136,7 +132,7 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 		if err != nil {
 			return err
 		}
-		done, err = driver.Apply(known, have, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
+		done, err = driver.Apply(migrations(), have, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
 			func(sql string, args ...any) error {
 				_, err := tx.Exec(ctx, sql, args...)
 				return err

@@ -126,12 +126,8 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 // that migrate at once take turns.
 // Hand-written: the migrations are multi-statement scripts, and no migration creates schema_migration, so sqlc does not know it.
 func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
-	known, err := driver.LoadMigrations(migrations())
-	if err != nil {
-		return nil, err
-	}
 	var done []ledgerdb.Migration
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT NOT NULL,
@@ -143,7 +139,7 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 		if err != nil {
 			return err
 		}
-		done, err = driver.Apply(known, have, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
+		done, err = driver.Apply(migrations(), have, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
 			func(sql string, args ...any) error {
 				_, err := tx.ExecContext(ctx, sql, args...)
 				return err

@@ -92,11 +92,15 @@ func behind(where string, pending []ledgerdb.Migration) error {
 		reconcile.ErrSchema, where, len(pending), pending[0].Version, pending[0].Name, where)
 }
 
-// Apply runs the migrations of known that have not been applied (have),
-// in order, recording each in schema_migration with record, the driver's
+// Apply runs the migrations in fsys that have not been applied (have), in
+// order, recording each in schema_migration with record, the driver's
 // INSERT of version, name and checksum; exec runs one statement in the
 // migration's transaction. It returns the migrations applied.
-func Apply(known []ledgerdb.Migration, have []Applied, record string, exec func(sql string, args ...any) error) ([]ledgerdb.Migration, error) {
+func Apply(fsys fs.FS, have []Applied, record string, exec func(sql string, args ...any) error) ([]ledgerdb.Migration, error) {
+	known, err := LoadMigrations(fsys)
+	if err != nil {
+		return nil, err
+	}
 	pending, err := Pending(known, have)
 	if err != nil {
 		return nil, err
