@@ -101,7 +101,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 // transaction reads the row under lock to say why and, for a superseded
 // success, records the orphan.
 func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
-	state, result, errText := settleValues(p)
+	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q, now := dbsqlc.New(tx), s.now()
@@ -180,19 +180,6 @@ func (s *Store) OrphanList(ctx context.Context) ([]reconcile.Orphan, error) {
 			CurrentResult: r.CurrentResult, RecordedAt: r.RecordedAt.UTC()}
 	}
 	return out, nil
-}
-
-// settleValues is driver.SettleValues with the types of the settle's
-// parameters: the result as JSON text, and nil for NULL.
-func settleValues(p *ledgerdb.SettleParams) (state string, result, errText *string) {
-	state, res, text := driver.SettleValues(p)
-	if s, ok := res.(string); ok {
-		result = &s
-	}
-	if s, ok := text.(string); ok {
-		errText = &s
-	}
-	return state, result, errText
 }
 
 // jsonText passes a JSON document to a query as text, and an empty one

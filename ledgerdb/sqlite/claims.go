@@ -135,8 +135,8 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 		at := ts(now)
 		c, err := readClaim(q.ClaimSettleHeld(ctx, dbsqlc.ClaimSettleHeldParams{
 			State:     state,
-			Result:    anyText(result),
-			Error:     anyText(errText),
+			Result:    result,
+			Error:     errText,
 			SettledAt: &at,
 			Key:       p.Key,
 			Fence:     p.Fence,

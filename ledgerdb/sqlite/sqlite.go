@@ -301,16 +301,6 @@ func optText(s string) *string {
 	return &s
 }
 
-// anyText passes a value given as a string or nil (driver.SettleValues) to
-// a generated query's parameter.
-func anyText(v any) *string {
-	s, ok := v.(string)
-	if !ok {
-		return nil
-	}
-	return &s
-}
-
 // rawJSON reads a nullable JSON column.
 func rawJSON(p *string) []byte {
 	if p == nil {

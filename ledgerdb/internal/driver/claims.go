@@ -37,15 +37,17 @@ func Unwritten(c *reconcile.Claim, fence int64) (*reconcile.WriteResult, error) 
 	return nil, fmt.Errorf("%w: %s is %s under fence %d", reconcile.ErrAlreadySettled, c.Key, c.State, fence)
 }
 
-// SettleValues returns the state, result and error columns a settle writes.
-func SettleValues(p *ledgerdb.SettleParams) (state string, result, errText any) {
+// SettleValues returns the state, result and error columns a settle writes
+// (nil is NULL).
+func SettleValues(p *ledgerdb.SettleParams) (state string, result, errText *string) {
 	if p.Success {
 		if len(p.Result) > 0 {
-			result = string(p.Result)
+			s := string(p.Result)
+			result = &s
 		}
 		return string(reconcile.ClaimStateDone), result, nil
 	}
-	return string(reconcile.ClaimStateFailed), nil, p.Error
+	return string(reconcile.ClaimStateFailed), nil, &p.Error
 }
 
 // NewOrphan describes the success of a superseded owner against the claim
