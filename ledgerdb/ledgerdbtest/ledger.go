@@ -24,6 +24,15 @@ type Ledger struct {
 	Open   func(t testing.TB, now func() time.Time) ledgerdb.Store
 }
 
+// Driver is the Opener of the suite on a fresh ledger of driver for each
+// test, as New makes it.
+func Driver(driver string) Opener {
+	return func(t *testing.T, now func() time.Time) (ledgerdb.Store, func() ledgerdb.Store) {
+		l := New(t, driver)
+		return l.Open(t, now), func() ledgerdb.Store { return l.Open(t, now) }
+	}
+}
+
 // Each runs fn as a parallel subtest on a fresh ledger of each driver.
 func Each(t *testing.T, fn func(t *testing.T, l *Ledger)) {
 	for _, driver := range []string{"sqlite", "postgres"} {

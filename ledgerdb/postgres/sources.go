@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,21 +71,12 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: this content is in already
 			res.Duplicate = true
-			return errDuplicate
+			return driver.ErrDuplicate
 		}
 		return err
 	})
-	if errors.Is(err, errDuplicate) {
-		return &ledgerdb.IngestResult{Duplicate: true}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ingest %s: %w", p.URI, err)
-	}
-	return res, nil
+	return driver.Ingested(p, res, err)
 }
-
-// errDuplicate rolls back the ingest of content that is in already.
-var errDuplicate = errors.New("duplicate source")
 
 func nullTime(t time.Time) any {
 	if t.IsZero() {

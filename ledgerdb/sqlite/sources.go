@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -99,17 +98,11 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 			rec.Hash, rec.Format, rec.Bytes, rec.Rows, rec.Evidence, rec.Rejected, rec.Ignored, id)
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-			return errDuplicate
+			return driver.ErrDuplicate
 		}
 		return err
 	})
-	if errors.Is(err, errDuplicate) {
-		return &ledgerdb.IngestResult{Duplicate: true}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ingest %s: %w", p.URI, err)
-	}
-	return res, nil
+	return driver.Ingested(p, res, err)
 }
 
 // rowsPerInsert is how many evidence rows one INSERT writes.
@@ -125,9 +118,6 @@ func evidenceInsert(n int) string {
 		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw) VALUES ` +
 		strings.Repeat(row+", ", n-1) + row
 }
-
-// errDuplicate rolls back the ingest of content that is in already.
-var errDuplicate = errors.New("duplicate source")
 
 // sourceFromRow converts a manifest row.
 func sourceFromRow(r dbsqlc.Source) ledgerdb.SourceRecord {

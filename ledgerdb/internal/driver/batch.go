@@ -2,6 +2,9 @@ package driver
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reconcile/ledgerdb"
 
 	"reconcile"
 )
@@ -91,4 +94,19 @@ func (b *Batcher) flushRejected() error {
 	err := b.flushRej(b.rejected)
 	b.rejected = b.rejected[:0]
 	return err
+}
+
+// ErrDuplicate rolls back the ingest of content the manifest holds already.
+var ErrDuplicate = errors.New("duplicate source")
+
+// Ingested is SourceIngest's answer once its transaction ended with err:
+// res, or a duplicate when the content was in already (ErrDuplicate).
+func Ingested(p *ledgerdb.IngestParams, res *ledgerdb.IngestResult, err error) (*ledgerdb.IngestResult, error) {
+	if errors.Is(err, ErrDuplicate) {
+		return &ledgerdb.IngestResult{Duplicate: true}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest %s: %w", p.URI, err)
+	}
+	return res, nil
 }
