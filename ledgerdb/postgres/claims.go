@@ -49,25 +49,9 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 	for range 10 {
 		var res *reconcile.ClaimResult
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			q, now := dbsqlc.New(tx), s.now()
-			c, err := q.ClaimAcquireUpsert(ctx, dbsqlc.ClaimAcquireUpsertParams{Key: p.Key, Owner: p.Owner,
-				LeaseUntil: leaseUntil(now, p.TTL), ClaimedAt: now})
-			if err == nil {
-				res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: claimOf(c)}
-				if p.Effect != nil {
-					_, err = recordAttempt(ctx, q, p.Effect, now)
-				}
-				return err
-			}
-			if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
-				return err
-			}
-			if c, err = q.ClaimGet(ctx, p.Key); err != nil {
-				return interpretError(err)
-			}
-			cur := claimOf(c)
-			res = driver.Unclaimable(&cur, now)
-			return nil
+			var err error
+			res, err = driver.Acquire(claimTx{ctx, dbsqlc.New(tx)}, p, s.now())
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("claim %s: %w", p.Key, err)
@@ -101,46 +85,63 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 // transaction reads the row under lock to say why and, for a superseded
 // success, records the orphan.
 func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
-	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q, now := dbsqlc.New(tx), s.now()
-		c, err := q.ClaimSettleUpdate(ctx, dbsqlc.ClaimSettleUpdateParams{Key: p.Key, Fence: p.Fence, State: state,
-			Result: result, Error: errText, SettledAt: now})
-		if err == nil {
-			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: claimOf(c)}
-			if p.Success && p.Confirm != nil {
-				err = q.EffectConfirmIfAttempted(ctx, dbsqlc.EffectConfirmIfAttemptedParams{Key: p.Confirm.Key,
-					ExternalID: p.Confirm.ExternalID, Response: jsonText(p.Confirm.Response), ConfirmedAt: now})
-			}
-			return err
-		}
-		if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
-			return err
-		}
-		if c, err = q.ClaimGetForUpdate(ctx, p.Key); err != nil {
-			return interpretError(err)
-		}
-		cur := claimOf(c)
-		if res, err = driver.Unwritten(&cur, p.Fence); err != nil {
-			return err
-		}
-		if !p.Success {
-			return nil
-		}
-		o := driver.NewOrphan(&cur, p, now)
-		if o.ID, err = q.OrphanInsert(ctx, dbsqlc.OrphanInsertParams{Key: o.Key, StaleFence: o.StaleFence, StaleOwner: o.StaleOwner,
-			StaleResult: jsonText(o.StaleResult), CurrentFence: o.CurrentFence, CurrentOwner: o.CurrentOwner,
-			CurrentState: string(o.CurrentState), CurrentResult: jsonText(o.CurrentResult), RecordedAt: o.RecordedAt}); err != nil {
-			return err
-		}
-		res.Orphan = o
-		return nil
+		var err error
+		res, err = driver.Settle(claimTx{ctx, dbsqlc.New(tx)}, p, s.now())
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", p.Key, err)
 	}
 	return res, nil
+}
+
+// claimTx runs the claim flows' statements (driver.ClaimTx) in a
+// transaction.
+type claimTx struct {
+	ctx context.Context
+	q   *dbsqlc.Queries
+}
+
+func (t claimTx) Take(p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Claim, error) {
+	return claimRow(t.q.ClaimAcquireUpsert(t.ctx, dbsqlc.ClaimAcquireUpsertParams{Key: p.Key, Owner: p.Owner,
+		LeaseUntil: leaseUntil(now, p.TTL), ClaimedAt: now}))
+}
+
+func (t claimTx) Record(p *ledgerdb.RecordParams, now time.Time) error {
+	_, err := recordAttempt(t.ctx, t.q, p, now)
+	return err
+}
+
+func (t claimTx) Write(p *ledgerdb.SettleParams, now time.Time) (*reconcile.Claim, error) {
+	state, result, errText := driver.SettleValues(p)
+	return claimRow(t.q.ClaimSettleUpdate(t.ctx, dbsqlc.ClaimSettleUpdateParams{Key: p.Key, Fence: p.Fence, State: state,
+		Result: result, Error: errText, SettledAt: now}))
+}
+
+func (t claimTx) Confirm(p *ledgerdb.ConfirmParams, now time.Time) error {
+	return t.q.EffectConfirmIfAttempted(t.ctx, dbsqlc.EffectConfirmIfAttemptedParams{Key: p.Key, ExternalID: p.ExternalID,
+		Response: jsonText(p.Response), ConfirmedAt: now})
+}
+
+func (t claimTx) Current(key string) (*reconcile.Claim, error) {
+	return claimRow(t.q.ClaimGetForUpdate(t.ctx, key))
+}
+
+func (t claimTx) AddOrphan(o *reconcile.Orphan) (int64, error) {
+	return t.q.OrphanInsert(t.ctx, dbsqlc.OrphanInsertParams{Key: o.Key, StaleFence: o.StaleFence, StaleOwner: o.StaleOwner,
+		StaleResult: jsonText(o.StaleResult), CurrentFence: o.CurrentFence, CurrentOwner: o.CurrentOwner,
+		CurrentState: string(o.CurrentState), CurrentResult: jsonText(o.CurrentResult), RecordedAt: o.RecordedAt})
+}
+
+// claimRow is the claim a statement returned, or why there is none.
+func claimRow(r dbsqlc.Claim, err error) (*reconcile.Claim, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	c := claimOf(r)
+	return &c, nil
 }
 
 // ClaimGet implements ledgerdb.Store.

@@ -62,31 +62,11 @@ func leaseUntil(now time.Time, ttl time.Duration) *string {
 func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*reconcile.ClaimResult, error) {
 	var res *reconcile.ClaimResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		q := dbsqlc.New(tx)
-		now := s.now()
-		c, err := readClaim(q.ClaimAcquireUpsert(ctx, dbsqlc.ClaimAcquireUpsertParams{
-			Key:        p.Key,
-			Owner:      p.Owner,
-			LeaseUntil: leaseUntil(now, p.TTL),
-			ClaimedAt:  ts(now),
-		}))
-		if err == nil {
-			res = &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: *c}
-			if p.Effect != nil {
-				_, err = recordAttempt(ctx, q, p.Effect, now)
-			}
-			return err
+		var err error
+		if res, err = driver.Acquire(claimTx{ctx, dbsqlc.New(tx)}, p, s.now()); err == nil && res == nil {
+			return fmt.Errorf("claim %s was not taken and is claimable: this is a bug", p.Key)
 		}
-		if !errors.Is(err, reconcile.ErrNotFound) {
-			return err
-		}
-		if c, err = readClaim(q.ClaimGet(ctx, p.Key)); err != nil {
-			return err
-		}
-		if res = driver.Unclaimable(c, now); res == nil {
-			return fmt.Errorf("claim %s is %s and was not taken: this is a bug", p.Key, c.State)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim %s: %w", p.Key, err)
@@ -127,62 +107,79 @@ func (s *Store) ClaimRenew(ctx context.Context, p *ledgerdb.RenewParams) (*recon
 // the claim being held; when it changes nothing, the same transaction says
 // why and, for a superseded success, records the orphan.
 func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*reconcile.WriteResult, error) {
-	state, result, errText := driver.SettleValues(p)
 	var res *reconcile.WriteResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		q := dbsqlc.New(tx)
-		now := s.now()
-		at := ts(now)
-		c, err := readClaim(q.ClaimSettleHeld(ctx, dbsqlc.ClaimSettleHeldParams{
-			State:     state,
-			Result:    result,
-			Error:     errText,
-			SettledAt: &at,
-			Key:       p.Key,
-			Fence:     p.Fence,
-		}))
-		if err == nil {
-			res = &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}
-			if p.Success && p.Confirm != nil {
-				err = q.EffectConfirmOnSettle(ctx, dbsqlc.EffectConfirmOnSettleParams{
-					ExternalID:  &p.Confirm.ExternalID,
-					Response:    optJSON(p.Confirm.Response),
-					ConfirmedAt: &at,
-					Key:         p.Confirm.Key,
-				})
-			}
-			return err
-		}
-		if !errors.Is(err, reconcile.ErrNotFound) {
-			return err
-		}
-		if c, err = readClaim(q.ClaimGet(ctx, p.Key)); err != nil {
-			return err
-		}
-		if res, err = driver.Unwritten(c, p.Fence); err != nil || !p.Success {
-			return err
-		}
-		o := driver.NewOrphan(c, p, now)
-		if o.ID, err = q.OrphanInsert(ctx, dbsqlc.OrphanInsertParams{
-			Key:           o.Key,
-			StaleFence:    o.StaleFence,
-			StaleOwner:    o.StaleOwner,
-			StaleResult:   optJSON(o.StaleResult),
-			CurrentFence:  o.CurrentFence,
-			CurrentOwner:  o.CurrentOwner,
-			CurrentState:  string(o.CurrentState),
-			CurrentResult: optJSON(o.CurrentResult),
-			RecordedAt:    ts(o.RecordedAt),
-		}); err != nil {
-			return err
-		}
-		res.Orphan = o
-		return nil
+		var err error
+		res, err = driver.Settle(claimTx{ctx, dbsqlc.New(tx)}, p, s.now())
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", p.Key, err)
 	}
 	return res, nil
+}
+
+// claimTx runs the claim flows' statements (driver.ClaimTx) in a write
+// transaction, which holds SQLite's write lock: what Current reads is what
+// the write saw.
+type claimTx struct {
+	ctx context.Context
+	q   *dbsqlc.Queries
+}
+
+func (t claimTx) Take(p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Claim, error) {
+	return readClaim(t.q.ClaimAcquireUpsert(t.ctx, dbsqlc.ClaimAcquireUpsertParams{
+		Key:        p.Key,
+		Owner:      p.Owner,
+		LeaseUntil: leaseUntil(now, p.TTL),
+		ClaimedAt:  ts(now),
+	}))
+}
+
+func (t claimTx) Record(p *ledgerdb.RecordParams, now time.Time) error {
+	_, err := recordAttempt(t.ctx, t.q, p, now)
+	return err
+}
+
+func (t claimTx) Write(p *ledgerdb.SettleParams, now time.Time) (*reconcile.Claim, error) {
+	state, result, errText := driver.SettleValues(p)
+	at := ts(now)
+	return readClaim(t.q.ClaimSettleHeld(t.ctx, dbsqlc.ClaimSettleHeldParams{
+		State:     state,
+		Result:    result,
+		Error:     errText,
+		SettledAt: &at,
+		Key:       p.Key,
+		Fence:     p.Fence,
+	}))
+}
+
+func (t claimTx) Confirm(p *ledgerdb.ConfirmParams, now time.Time) error {
+	at := ts(now)
+	return t.q.EffectConfirmOnSettle(t.ctx, dbsqlc.EffectConfirmOnSettleParams{
+		ExternalID:  &p.ExternalID,
+		Response:    optJSON(p.Response),
+		ConfirmedAt: &at,
+		Key:         p.Key,
+	})
+}
+
+func (t claimTx) Current(key string) (*reconcile.Claim, error) {
+	return readClaim(t.q.ClaimGet(t.ctx, key))
+}
+
+func (t claimTx) AddOrphan(o *reconcile.Orphan) (int64, error) {
+	return t.q.OrphanInsert(t.ctx, dbsqlc.OrphanInsertParams{
+		Key:           o.Key,
+		StaleFence:    o.StaleFence,
+		StaleOwner:    o.StaleOwner,
+		StaleResult:   optJSON(o.StaleResult),
+		CurrentFence:  o.CurrentFence,
+		CurrentOwner:  o.CurrentOwner,
+		CurrentState:  string(o.CurrentState),
+		CurrentResult: optJSON(o.CurrentResult),
+		RecordedAt:    ts(o.RecordedAt),
+	})
 }
 
 // ClaimGet implements ledgerdb.Store.

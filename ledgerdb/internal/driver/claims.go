@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,4 +69,78 @@ func NewOrphan(cur *reconcile.Claim, p *ledgerdb.SettleParams, now time.Time) *r
 		CurrentResult: cur.Result,
 		RecordedAt:    now,
 	}
+}
+
+// ClaimTx is a driver's statements of the claim flows, all in one
+// transaction. A write that changes no row returns reconcile.ErrNotFound.
+// Acquire and Settle run them in the same order for both drivers.
+type ClaimTx interface {
+	// Take inserts the first claim on p.Key, or takes over a failed claim
+	// or an expired lease with the next fence.
+	Take(p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Claim, error)
+	// Record records an attempted effect (an action's own effect row).
+	Record(p *ledgerdb.RecordParams, now time.Time) error
+	// Write settles the claim held under p.Fence (SettleValues).
+	Write(p *ledgerdb.SettleParams, now time.Time) (*reconcile.Claim, error)
+	// Confirm confirms an effect that is still attempted.
+	Confirm(p *ledgerdb.ConfirmParams, now time.Time) error
+	// Current reads the claim on key as it stands, locked for the rest of
+	// the transaction where the database locks rows.
+	Current(key string) (*reconcile.Claim, error)
+	// AddOrphan records o and returns its id.
+	AddOrphan(o *reconcile.Orphan) (int64, error)
+}
+
+// Acquire takes the claim p asks for, recording p.Effect with it when
+// it is taken, or says why it is not taken (Unclaimable). It returns nil,
+// nil when the claim became claimable between the write and the read: the
+// caller runs it again in a new transaction.
+func Acquire(tx ClaimTx, p *ledgerdb.ClaimParams, now time.Time) (*reconcile.ClaimResult, error) {
+	c, err := tx.Take(p, now)
+	if err == nil {
+		if p.Effect != nil {
+			if err := tx.Record(p.Effect, now); err != nil {
+				return nil, err
+			}
+		}
+		return &reconcile.ClaimResult{Outcome: reconcile.ClaimOutcomeClaimed, Claim: *c}, nil
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
+	}
+	if c, err = tx.Current(p.Key); err != nil {
+		return nil, err
+	}
+	return Unclaimable(c, now), nil
+}
+
+// Settle completes or fails the claim held under p.Fence, confirming
+// p.Confirm with a success that is written. When nothing is written it
+// says why (Unwritten) and records a superseded success as an orphan.
+func Settle(tx ClaimTx, p *ledgerdb.SettleParams, now time.Time) (*reconcile.WriteResult, error) {
+	c, err := tx.Write(p, now)
+	if err == nil {
+		if p.Success && p.Confirm != nil {
+			if err := tx.Confirm(p.Confirm, now); err != nil {
+				return nil, err
+			}
+		}
+		return &reconcile.WriteResult{Outcome: reconcile.WriteOutcomeWritten, Claim: *c}, nil
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
+	}
+	if c, err = tx.Current(p.Key); err != nil {
+		return nil, err
+	}
+	res, err := Unwritten(c, p.Fence)
+	if err != nil || !p.Success {
+		return res, err
+	}
+	o := NewOrphan(c, p, now)
+	if o.ID, err = tx.AddOrphan(o); err != nil {
+		return nil, err
+	}
+	res.Orphan = o
+	return res, nil
 }
