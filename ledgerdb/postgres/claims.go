@@ -50,7 +50,7 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 		var res *reconcile.ClaimResult
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var err error
-			res, err = driver.Acquire(claimTx{ctx, dbsqlc.New(tx)}, p, s.now())
+			res, err = driver.Acquire(statements{ctx, dbsqlc.New(tx)}, p, s.now())
 			return err
 		})
 		if err != nil {
@@ -88,60 +88,13 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 	var res *reconcile.WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		res, err = driver.Settle(claimTx{ctx, dbsqlc.New(tx)}, p, s.now())
+		res, err = driver.Settle(statements{ctx, dbsqlc.New(tx)}, p, s.now())
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", p.Key, err)
 	}
 	return res, nil
-}
-
-// claimTx runs the claim flows' statements (driver.ClaimTx) in a
-// transaction.
-type claimTx struct {
-	ctx context.Context
-	q   *dbsqlc.Queries
-}
-
-func (t claimTx) Take(p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Claim, error) {
-	return claimRow(t.q.ClaimAcquireUpsert(t.ctx, dbsqlc.ClaimAcquireUpsertParams{Key: p.Key, Owner: p.Owner,
-		LeaseUntil: leaseUntil(now, p.TTL), ClaimedAt: now}))
-}
-
-func (t claimTx) Record(p *ledgerdb.RecordParams, now time.Time) error {
-	_, err := recordAttempt(t.ctx, t.q, p, now)
-	return err
-}
-
-func (t claimTx) Write(p *ledgerdb.SettleParams, now time.Time) (*reconcile.Claim, error) {
-	state, result, errText := driver.SettleValues(p)
-	return claimRow(t.q.ClaimSettleUpdate(t.ctx, dbsqlc.ClaimSettleUpdateParams{Key: p.Key, Fence: p.Fence, State: state,
-		Result: result, Error: errText, SettledAt: now}))
-}
-
-func (t claimTx) Confirm(p *ledgerdb.ConfirmParams, now time.Time) error {
-	return t.q.EffectConfirmIfAttempted(t.ctx, dbsqlc.EffectConfirmIfAttemptedParams{Key: p.Key, ExternalID: p.ExternalID,
-		Response: jsonText(p.Response), ConfirmedAt: now})
-}
-
-func (t claimTx) Current(key string) (*reconcile.Claim, error) {
-	return claimRow(t.q.ClaimGetForUpdate(t.ctx, key))
-}
-
-func (t claimTx) AddOrphan(o *reconcile.Orphan) (int64, error) {
-	return t.q.OrphanInsert(t.ctx, dbsqlc.OrphanInsertParams{Key: o.Key, StaleFence: o.StaleFence, StaleOwner: o.StaleOwner,
-		StaleResult: jsonText(o.StaleResult), CurrentFence: o.CurrentFence, CurrentOwner: o.CurrentOwner,
-		CurrentState: string(o.CurrentState), CurrentResult: jsonText(o.CurrentResult), RecordedAt: o.RecordedAt})
-}
-
-// claimRow is the claim a statement returned, or why there is none.
-func claimRow(r dbsqlc.Claim, err error) (*reconcile.Claim, error) {
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	c := claimOf(r)
-	return &c, nil
 }
 
 // ClaimGet implements ledgerdb.Store.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,36 +22,11 @@ func effectOf(r dbsqlc.Effect) *reconcile.Effect {
 
 // EffectRecord implements ledgerdb.Store.
 func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*ledgerdb.RecordResult, error) {
-	res, err := recordAttempt(ctx, dbsqlc.New(s.pool), p, s.now())
+	res, err := driver.Record(statements{ctx, dbsqlc.New(s.pool)}, p, s.now())
 	if err != nil {
 		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
 	}
 	return res, nil
-}
-
-// recordAttempt inserts an attempted effect, or returns the row when it
-// records the same attempt.
-func recordAttempt(ctx context.Context, q *dbsqlc.Queries, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
-	req, err := driver.CanonicalJSON(p.Request)
-	if err != nil {
-		return nil, err
-	}
-	var parent *string
-	if p.ParentKey != "" {
-		parent = &p.ParentKey
-	}
-	r, err := q.EffectRecordInsert(ctx, dbsqlc.EffectRecordInsertParams{Key: p.Key, RunID: p.RunID, Step: p.Step, Provider: p.Provider,
-		Request: string(req), CreatedAt: now, ParentKey: parent, Depth: p.Depth})
-	if err == nil {
-		return &ledgerdb.RecordResult{Effect: *effectOf(r), Created: true}, nil
-	}
-	if err = interpretError(err); !errors.Is(err, reconcile.ErrNotFound) {
-		return nil, err
-	}
-	if r, err = q.EffectGet(ctx, p.Key); err != nil {
-		return nil, interpretError(err)
-	}
-	return driver.SameAttempt(effectOf(r), p, req)
 }
 
 // EffectConfirm implements ledgerdb.Store.

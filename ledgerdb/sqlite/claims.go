@@ -63,7 +63,7 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *ledgerdb.ClaimParams) (*rec
 	var res *reconcile.ClaimResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		if res, err = driver.Acquire(claimTx{ctx, dbsqlc.New(tx)}, p, s.now()); err == nil && res == nil {
+		if res, err = driver.Acquire(statements{ctx, dbsqlc.New(tx)}, p, s.now()); err == nil && res == nil {
 			return fmt.Errorf("claim %s was not taken and is claimable: this is a bug", p.Key)
 		}
 		return err
@@ -110,76 +110,13 @@ func (s *Store) ClaimSettle(ctx context.Context, p *ledgerdb.SettleParams) (*rec
 	var res *reconcile.WriteResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = driver.Settle(claimTx{ctx, dbsqlc.New(tx)}, p, s.now())
+		res, err = driver.Settle(statements{ctx, dbsqlc.New(tx)}, p, s.now())
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("settle %s: %w", p.Key, err)
 	}
 	return res, nil
-}
-
-// claimTx runs the claim flows' statements (driver.ClaimTx) in a write
-// transaction, which holds SQLite's write lock: what Current reads is what
-// the write saw.
-type claimTx struct {
-	ctx context.Context
-	q   *dbsqlc.Queries
-}
-
-func (t claimTx) Take(p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Claim, error) {
-	return readClaim(t.q.ClaimAcquireUpsert(t.ctx, dbsqlc.ClaimAcquireUpsertParams{
-		Key:        p.Key,
-		Owner:      p.Owner,
-		LeaseUntil: leaseUntil(now, p.TTL),
-		ClaimedAt:  ts(now),
-	}))
-}
-
-func (t claimTx) Record(p *ledgerdb.RecordParams, now time.Time) error {
-	_, err := recordAttempt(t.ctx, t.q, p, now)
-	return err
-}
-
-func (t claimTx) Write(p *ledgerdb.SettleParams, now time.Time) (*reconcile.Claim, error) {
-	state, result, errText := driver.SettleValues(p)
-	at := ts(now)
-	return readClaim(t.q.ClaimSettleHeld(t.ctx, dbsqlc.ClaimSettleHeldParams{
-		State:     state,
-		Result:    result,
-		Error:     errText,
-		SettledAt: &at,
-		Key:       p.Key,
-		Fence:     p.Fence,
-	}))
-}
-
-func (t claimTx) Confirm(p *ledgerdb.ConfirmParams, now time.Time) error {
-	at := ts(now)
-	return t.q.EffectConfirmOnSettle(t.ctx, dbsqlc.EffectConfirmOnSettleParams{
-		ExternalID:  &p.ExternalID,
-		Response:    optJSON(p.Response),
-		ConfirmedAt: &at,
-		Key:         p.Key,
-	})
-}
-
-func (t claimTx) Current(key string) (*reconcile.Claim, error) {
-	return readClaim(t.q.ClaimGet(t.ctx, key))
-}
-
-func (t claimTx) AddOrphan(o *reconcile.Orphan) (int64, error) {
-	return t.q.OrphanInsert(t.ctx, dbsqlc.OrphanInsertParams{
-		Key:           o.Key,
-		StaleFence:    o.StaleFence,
-		StaleOwner:    o.StaleOwner,
-		StaleResult:   optJSON(o.StaleResult),
-		CurrentFence:  o.CurrentFence,
-		CurrentOwner:  o.CurrentOwner,
-		CurrentState:  string(o.CurrentState),
-		CurrentResult: optJSON(o.CurrentResult),
-		RecordedAt:    ts(o.RecordedAt),
-	})
 }
 
 // ClaimGet implements ledgerdb.Store.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -45,42 +44,13 @@ func (s *Store) EffectRecord(ctx context.Context, p *ledgerdb.RecordParams) (*le
 	var res *ledgerdb.RecordResult
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = recordAttempt(ctx, dbsqlc.New(tx), p, s.now())
+		res, err = driver.Record(statements{ctx, dbsqlc.New(tx)}, p, s.now())
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("effect %s: record: %w", p.Key, err)
 	}
 	return res, nil
-}
-
-// recordAttempt inserts an attempted effect, or returns the row when it
-// records the same attempt.
-func recordAttempt(ctx context.Context, q *dbsqlc.Queries, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
-	req, err := driver.CanonicalJSON(p.Request)
-	if err != nil {
-		return nil, err
-	}
-	e, err := readEffect(q.EffectInsertAttempt(ctx, dbsqlc.EffectInsertAttemptParams{
-		Key:       p.Key,
-		RunID:     p.RunID,
-		Step:      p.Step,
-		Provider:  p.Provider,
-		Request:   string(req),
-		CreatedAt: ts(now),
-		ParentKey: optText(p.ParentKey),
-		Depth:     int64(p.Depth),
-	}))
-	if err == nil {
-		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
-	}
-	if !errors.Is(err, reconcile.ErrNotFound) {
-		return nil, err
-	}
-	if e, err = readEffect(q.EffectGet(ctx, p.Key)); err != nil {
-		return nil, err
-	}
-	return driver.SameAttempt(e, p, req)
 }
 
 // EffectConfirm implements ledgerdb.Store.

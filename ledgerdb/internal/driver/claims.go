@@ -75,11 +75,10 @@ func NewOrphan(cur *reconcile.Claim, p *ledgerdb.SettleParams, now time.Time) *r
 // transaction. A write that changes no row returns reconcile.ErrNotFound.
 // Acquire and Settle run them in the same order for both drivers.
 type ClaimTx interface {
+	EffectTx // to record an action's own effect row with its claim
 	// Take inserts the first claim on p.Key, or takes over a failed claim
 	// or an expired lease with the next fence.
 	Take(p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Claim, error)
-	// Record records an attempted effect (an action's own effect row).
-	Record(p *ledgerdb.RecordParams, now time.Time) error
 	// Write settles the claim held under p.Fence (SettleValues).
 	Write(p *ledgerdb.SettleParams, now time.Time) (*reconcile.Claim, error)
 	// Confirm confirms an effect that is still attempted.
@@ -99,7 +98,7 @@ func Acquire(tx ClaimTx, p *ledgerdb.ClaimParams, now time.Time) (*reconcile.Cla
 	c, err := tx.Take(p, now)
 	if err == nil {
 		if p.Effect != nil {
-			if err := tx.Record(p.Effect, now); err != nil {
+			if _, err := Record(tx, p.Effect, now); err != nil {
 				return nil, err
 			}
 		}

@@ -2,7 +2,9 @@ package driver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"time"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -68,4 +70,33 @@ func Acknowledged(e *reconcile.Escalation) (*reconcile.Escalation, error) {
 		return e, nil
 	}
 	return nil, fmt.Errorf("escalation %s: %w: it is %s", e.Key, reconcile.ErrInvalidTransition, e.Status)
+}
+
+// EffectTx is a driver's statements of recording an attempt, in one
+// transaction. Insert returns reconcile.ErrNotFound when the key exists.
+type EffectTx interface {
+	// Insert writes p as attempted, with its canonical request req.
+	Insert(p *ledgerdb.RecordParams, req []byte, now time.Time) (*reconcile.Effect, error)
+	// Get reads the effect with key.
+	Get(key string) (*reconcile.Effect, error)
+}
+
+// Record writes p as an attempted effect, or returns the row when it
+// records the same attempt (SameAttempt).
+func Record(tx EffectTx, p *ledgerdb.RecordParams, now time.Time) (*ledgerdb.RecordResult, error) {
+	req, err := CanonicalJSON(p.Request)
+	if err != nil {
+		return nil, err
+	}
+	e, err := tx.Insert(p, req, now)
+	if err == nil {
+		return &ledgerdb.RecordResult{Effect: *e, Created: true}, nil
+	}
+	if !errors.Is(err, reconcile.ErrNotFound) {
+		return nil, err
+	}
+	if e, err = tx.Get(p.Key); err != nil {
+		return nil, err
+	}
+	return SameAttempt(e, p, req)
 }
