@@ -38,6 +38,7 @@ type Spill struct {
 	vbuf    []byte
 	off     []int64 // after Cut: where each partition starts, and the end
 	count   int
+	rows    [][3]int // after Cut: each partition's rows of each kind, to size its slices
 	// Strings that repeat across rows (a provider, a kind, a status, a
 	// URI) are written as their number in shared.
 	shared []string
@@ -221,6 +222,7 @@ func (s *Spill) cut(size int) (int, error) {
 	at := make([]int64, count)
 	copy(at, s.off[:count])
 	pending := make([][]byte, count)
+	s.rows = make([][3]int, count)
 	held := 0
 	flush := func() error {
 		for p, b := range pending {
@@ -242,6 +244,9 @@ func (s *Spill) cut(size int) (int, error) {
 		b := slices.Grow(pending[p], length)[:len(pending[p])+length]
 		if _, err := io.ReadFull(r, b[len(pending[p]):]); err != nil && failed == nil {
 			failed = err
+		}
+		if kind := b[len(pending[p])]; kind <= spillEarlier {
+			s.rows[p][kind]++
 		}
 		pending[p] = b
 		if held += length; held > 8<<20 && failed == nil {
@@ -292,7 +297,9 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 	if _, err := s.f.ReadAt(b, s.off[i]); err != nil {
 		return nil, err
 	}
-	p := &ledgerdb.Partition{Index: i, Count: s.count}
+	n := s.rows[i]
+	p := &ledgerdb.Partition{Index: i, Count: s.count, Effects: sized[ledgerdb.ScopedEffect](n[spillEffect]),
+		Evidence: sized[reconcile.Evidence](n[spillMine]), Earlier: sized[reconcile.Evidence](n[spillEarlier])}
 	d := decoder{b: b, table: s.shared}
 	for len(d.b) > 0 && d.err == nil {
 		switch kind := d.byte(); kind {
@@ -323,6 +330,14 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 		return nil, fmt.Errorf("partition %d: %w", i, d.err)
 	}
 	return p, nil
+}
+
+// sized is an empty slice with room for n, nil when n is 0.
+func sized[T any](n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return make([]T, 0, n)
 }
 
 func bit(b bool) byte {
