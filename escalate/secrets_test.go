@@ -105,7 +105,7 @@ func TestFailedPageKeepsSecretsOutOfLogAndLedger(t *testing.T) {
 				}
 				claims, err := store.ClaimListByEffect(ctx, "page")
 				if err != nil || len(claims) != 1 || claims[0].Error == "" {
-					t.Fatalf("ClaimsOf(page) = %+v, %v; want the failed page's claim with its error", claims, err)
+					t.Fatalf("ClaimListByEffect(page) = %+v, %v; want the failed page's claim with its error", claims, err)
 				}
 				if s := leaked(claims[0].Error + string(claims[0].Result)); s != nil {
 					t.Errorf("the page's claim records %q, showing %q", claims[0].Error, s)

@@ -54,7 +54,7 @@ func testClaimWithConflictingRowTakesNothing(e *env) {
 		e.t.Fatalf("Claim over a conflicting row: err = %v, want ErrKeyReused", err)
 	}
 	if _, err := e.store.ClaimGet(e.ctx, compKey); !errors.Is(err, reconcile.ErrNotFound) {
-		e.t.Errorf("the refused claim was kept: ClaimOf err = %v, want ErrNotFound", err)
+		e.t.Errorf("the refused claim was kept: ClaimGet err = %v, want ErrNotFound", err)
 	}
 }
 
@@ -160,7 +160,7 @@ func testResolveAbandonsAndClosesScope(e *env) {
 	}
 	states, err := e.store.EffectStateGetMany(e.ctx, []string{"r:charge:0", "r:charge:1", "r:charge:9"})
 	if err != nil || len(states) != 2 || states["r:charge:0"].Class != reconcile.ClassResolved || !states["r:charge:0"].Final {
-		e.t.Errorf("EffectStates = %+v, %v; want two final resolved states", states, err)
+		e.t.Errorf("EffectStateGetMany = %+v, %v; want two final resolved states", states, err)
 	}
 	if _, err := e.store.EffectResolve(e.ctx, &ledgerdb.ResolveParams{EffectKey: "r:nope", As: reconcile.ResolutionAbandoned, By: "ana"}); !errors.Is(err, reconcile.ErrNotFound) {
 		e.t.Errorf("Resolve of an unknown effect: err = %v, want ErrNotFound", err)
@@ -196,7 +196,7 @@ func testStateSinceFollowsClassChanges(e *env) {
 	}
 	hist, err := e.store.FindingListByEffect(e.ctx, "r:charge:0")
 	if err != nil || len(hist) != 3 || hist[0].RunID != "run_1" || hist[2].Class != reconcile.ClassMissing {
-		e.t.Errorf("EffectFindings = %+v, %v; want three findings, oldest first", hist, err)
+		e.t.Errorf("FindingListByEffect = %+v, %v; want three findings, oldest first", hist, err)
 	}
 }
 
@@ -215,7 +215,7 @@ func testClaimsOfAnEffect(e *env) {
 		keys = append(keys, c.Key)
 	}
 	if diff := cmp.Diff([]string{"r:charge:1", "r:charge:1:compensate:ch_b"}, keys); diff != "" {
-		e.t.Errorf("ClaimsOf (-want +got):\n%s", diff)
+		e.t.Errorf("ClaimListByEffect (-want +got):\n%s", diff)
 	}
 }
 
@@ -230,7 +230,7 @@ func testClaimsByKey(e *env) {
 		e.t.Fatal(err)
 	}
 	if len(got) != 2 {
-		e.t.Errorf("ClaimsByKey = %d claims, want 2 (%v)", len(got), got)
+		e.t.Errorf("ClaimGetMany = %d claims, want 2 (%v)", len(got), got)
 	}
 	for _, k := range []string{"r:charge:1", "r:charge:3"} {
 		one, err := e.store.ClaimGet(e.ctx, k)
@@ -238,11 +238,11 @@ func testClaimsByKey(e *env) {
 			e.t.Fatal(err)
 		}
 		if diff := cmp.Diff(one, got[k]); diff != "" {
-			e.t.Errorf("ClaimsByKey[%s] (-ClaimOf +got):\n%s", k, diff)
+			e.t.Errorf("ClaimGetMany[%s] (-ClaimGet +got):\n%s", k, diff)
 		}
 	}
 	if none, err := e.store.ClaimGetMany(e.ctx, nil); err != nil || len(none) != 0 {
-		e.t.Errorf("ClaimsByKey(nil) = %v, %v; want none", none, err)
+		e.t.Errorf("ClaimGetMany(nil) = %v, %v; want none", none, err)
 	}
 }
 

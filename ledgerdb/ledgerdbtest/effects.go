@@ -20,7 +20,7 @@ func testMigrateTwiceIsNoop(e *env) {
 		e.t.Errorf("second Migrate applied %d migrations, want none", len(applied))
 	}
 	if err := e.store.SchemaCheck(e.ctx); err != nil {
-		e.t.Errorf("CheckSchema after Migrate: %v", err)
+		e.t.Errorf("SchemaCheck after Migrate: %v", err)
 	}
 }
 
@@ -30,7 +30,7 @@ func testRecordAttemptCreates(e *env) {
 	key := reconcile.EffectKey("run_8f3c1a", "charge", 0)
 	r := e.record(key, chargeReq)
 	if !r.Created {
-		e.t.Errorf("RecordAttempt on a new key: Created = false, want true")
+		e.t.Errorf("EffectRecord on a new key: Created = false, want true")
 	}
 	want := reconcile.Effect{Key: "run_8f3c1a:charge:0", RunID: "run_8f3c1a", Step: "charge", Provider: "stripe",
 		Status: reconcile.StatusAttempted, CreatedAt: e.clock.Now()}
@@ -38,7 +38,7 @@ func testRecordAttemptCreates(e *env) {
 	jsonEqual(e.t, got.Request, chargeReq)
 	got.Request = nil
 	if diff := cmp.Diff(want, got); diff != "" {
-		e.t.Errorf("Effect after RecordAttempt (-want +got):\n%s", diff)
+		e.t.Errorf("Effect after EffectRecord (-want +got):\n%s", diff)
 	}
 }
 
@@ -47,10 +47,10 @@ func testRecordAttemptSameRequest(e *env) {
 	e.clock.Advance(time.Hour)
 	r := e.record("k:charge:0", chargeReq)
 	if r.Created {
-		e.t.Errorf("second RecordAttempt: Created = true, want false")
+		e.t.Errorf("second EffectRecord: Created = true, want false")
 	}
 	if !r.Effect.CreatedAt.Equal(e.clock.Now().Add(-time.Hour)) {
-		e.t.Errorf("second RecordAttempt returned CreatedAt %v, want the first row's %v", r.Effect.CreatedAt, e.clock.Now().Add(-time.Hour))
+		e.t.Errorf("second EffectRecord returned CreatedAt %v, want the first row's %v", r.Effect.CreatedAt, e.clock.Now().Add(-time.Hour))
 	}
 }
 
@@ -59,7 +59,7 @@ func testRecordAttemptFieldOrder(e *env) {
 	reordered := `{"metadata":{"order_ref":"PO-2026-0041","effect_key":"run_8f3c1a:charge:0"},"customer":"acct_5512","currency":"eur","amount":1420000}`
 	r := e.record("k:charge:0", reordered)
 	if r.Created {
-		e.t.Errorf("RecordAttempt with reordered fields: Created = true, want the existing row")
+		e.t.Errorf("EffectRecord with reordered fields: Created = true, want the existing row")
 	}
 }
 
@@ -68,7 +68,7 @@ func testRecordAttemptRefusesReuse(e *env) {
 	moved := `{"amount": 1450000, "currency": "eur", "customer": "acct_5512", "metadata": {"effect_key": "run_8f3c1a:charge:0", "order_ref": "PO-2026-0041"}}`
 	_, err := e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: json.RawMessage(moved)})
 	if !errors.Is(err, reconcile.ErrKeyReused) {
-		e.t.Fatalf("RecordAttempt with a moved price: error %v, want ErrKeyReused", err)
+		e.t.Fatalf("EffectRecord with a moved price: error %v, want ErrKeyReused", err)
 	}
 	var kr *reconcile.KeyReusedError
 	if !errors.As(err, &kr) || kr.Key != "k:charge:0" {
@@ -78,7 +78,7 @@ func testRecordAttemptRefusesReuse(e *env) {
 	// A different step under the same key is a reuse too.
 	_, err = e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "run_8f3c1a", Step: "refund", Provider: "stripe", Request: json.RawMessage(chargeReq)})
 	if !errors.Is(err, reconcile.ErrKeyReused) {
-		e.t.Errorf("RecordAttempt with another step: error %v, want ErrKeyReused", err)
+		e.t.Errorf("EffectRecord with another step: error %v, want ErrKeyReused", err)
 	}
 }
 
@@ -86,7 +86,7 @@ func testRecordAttemptInvalid(e *env) {
 	for _, req := range []string{``, `not json`, `[1,2]`, `{"a":1} {"b":2}`} {
 		_, err := e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: "k:charge:0", RunID: "r", Step: "charge", Provider: "stripe", Request: json.RawMessage(req)})
 		if err == nil {
-			e.t.Errorf("RecordAttempt(request %q) succeeded, want an error", req)
+			e.t.Errorf("EffectRecord(request %q) succeeded, want an error", req)
 		}
 	}
 	if _, err := e.store.EffectGet(e.ctx, "k:charge:0"); !errors.Is(err, reconcile.ErrNotFound) {

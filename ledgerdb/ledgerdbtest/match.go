@@ -42,7 +42,7 @@ func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb
 		return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "test", Hash: hash, Rows: len(evs), Evidence: len(evs)}}, nil
 	})
 	if err != nil || res.Duplicate {
-		e.t.Fatalf("IngestSource(%s) = %+v, %v", hash, res, err)
+		e.t.Fatalf("SourceIngest(%s) = %+v, %v", hash, res, err)
 	}
 	return res
 }
@@ -61,7 +61,7 @@ func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partiti
 			return match(p), nil
 		})
 	if err != nil {
-		e.t.Fatalf("MatchPartitions: %v", err)
+		e.t.Fatalf("PartitionMatch: %v", err)
 	}
 	return parts, sum
 }
@@ -348,7 +348,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 		return []ledgerdb.Confirmation{{Key: "r:charge:0", ExternalID: "pi_0"}, {Key: "r:charge:1"}, {Key: "r:charge:2"}, {Key: "r:charge:3", ExternalID: "pi_3"}}
 	})
 	if sum.Confirmed != 1 {
-		e.t.Errorf("MatchPartitions confirmed %d attempted effects, want 1", sum.Confirmed)
+		e.t.Errorf("PartitionMatch confirmed %d attempted effects, want 1", sum.Confirmed)
 	}
 	for key, want := range map[string][2]string{"r:charge:0": {"confirmed", "pi_0"}, "r:charge:1": {"confirmed", "pi_1"},
 		"r:charge:2": {"confirmed", "pi_2"}, "r:charge:3": {"abandoned", ""}} {
@@ -378,7 +378,7 @@ func testMatchPartitionsRecordConfirmations(e *env) {
 	_, err = e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_n", Kinds: stepKinds},
 		func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error) { return nil, boom })
 	if !errors.Is(err, boom) {
-		e.t.Errorf("MatchPartitions with a failing match: err = %v, want it returned", err)
+		e.t.Errorf("PartitionMatch with a failing match: err = %v, want it returned", err)
 	}
 }
 
@@ -403,7 +403,7 @@ func testCoverage(e *env) {
 		e.t.Fatal(err)
 	}
 	if diff := cmp.Diff(got, res.Coverage); diff != "" {
-		e.t.Errorf("IngestSource's coverage against Coverage(a) (-read back +given):\n%s", diff)
+		e.t.Errorf("SourceIngest's coverage against Coverage(a) (-read back +given):\n%s", diff)
 	}
 	if end := got[0].End; end.Before(t0.Add(time.Hour+time.Millisecond)) || !end.Before(t0.Add(time.Hour+1234567)) {
 		e.t.Errorf("Coverage(a) ends at %s, want within the microsecond or the millisecond before %s", end, t0.Add(time.Hour+1234567))
@@ -431,13 +431,13 @@ func testRejectedRows(e *env) {
 	}
 	got, err := e.store.RejectedListBySource(e.ctx, res.SourceID, 0)
 	if diff := cmp.Diff(rejected, got); err != nil || diff != "" {
-		e.t.Errorf("RejectedRows (%v) (-want +got):\n%s", err, diff)
+		e.t.Errorf("RejectedListBySource (%v) (-want +got):\n%s", err, diff)
 	}
 	if first, err := e.store.RejectedListBySource(e.ctx, res.SourceID, 1); err != nil || len(first) != 1 || len(got) < 2 || first[0] != got[0] {
-		e.t.Errorf("RejectedRows with a limit of 1 = %v, %v; want the first of %d", first, err, len(got))
+		e.t.Errorf("RejectedListBySource with a limit of 1 = %v, %v; want the first of %d", first, err, len(got))
 	}
 	if _, err := e.store.RejectedListBySource(e.ctx, res.SourceID+1, 0); !errors.Is(err, reconcile.ErrNotFound) {
-		e.t.Errorf("RejectedRows of an unknown source: err = %v, want ErrNotFound", err)
+		e.t.Errorf("RejectedListBySource of an unknown source: err = %v, want ErrNotFound", err)
 	}
 }
 
@@ -449,7 +449,7 @@ func testRunResult(e *env) {
 	result := "{\"reason\": \"a \\\"quoted\\\" C:\\\\path,\\ttab and\\nline\",\n\t\"inputs\": [{\"uri\": \"s3://b/k\\u00e9\"}], \"n\": 12345678901234}"
 	r, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusSucceeded, Result: json.RawMessage(result)})
 	if err != nil || r.Status != reconcile.RunStatusSucceeded || r.ID != "run_1" {
-		e.t.Fatalf("FinishRun = %+v, %v", r, err)
+		e.t.Fatalf("RunFinish = %+v, %v", r, err)
 	}
 	jsonEqual(e.t, r.Result, result)
 	got, err := e.store.RunGet(e.ctx, "run_1")

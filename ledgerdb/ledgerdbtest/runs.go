@@ -24,7 +24,7 @@ func testRuns(e *env) {
 		e.t.Fatal(err)
 	}
 	if r.Status != reconcile.RunStatusSucceeded || !r.FinishedAt.Equal(e.clock.Now()) || !r.StartedAt.Equal(e.clock.Now().Add(-time.Minute)) {
-		e.t.Errorf("FinishRun = %+v", r)
+		e.t.Errorf("RunFinish = %+v", r)
 	}
 	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_1", Status: reconcile.RunStatusFailed}); !errors.Is(err, reconcile.ErrInvalidTransition) {
 		e.t.Errorf("finishing run_1 twice: error %v, want ErrInvalidTransition", err)
@@ -38,7 +38,7 @@ func testRuns(e *env) {
 		e.t.Errorf("Run(unknown) error = %v, want ErrNotFound", err)
 	}
 	if _, err := e.store.RunFinish(e.ctx, &ledgerdb.FinishRunParams{ID: "run_2", Status: reconcile.RunStatusFailed}); !errors.Is(err, reconcile.ErrNotFound) {
-		e.t.Errorf("FinishRun(unknown) error = %v, want ErrNotFound", err)
+		e.t.Errorf("RunFinish(unknown) error = %v, want ErrNotFound", err)
 	}
 }
 

@@ -63,7 +63,7 @@ func testIngestWritesRowsAndManifest(e *env) {
 	}
 	res, err := e.ingest(e.store, "h1", 3, rejected, 0)
 	if err != nil || res.Duplicate || res.SourceID == 0 {
-		e.t.Fatalf("IngestSource = %+v, %v", res, err)
+		e.t.Fatalf("SourceIngest = %+v, %v", res, err)
 	}
 	rec, ev, rej, err := e.store.SourceGetRows(e.ctx, res.SourceID)
 	if err != nil {
@@ -87,12 +87,12 @@ func testIngestWritesRowsAndManifest(e *env) {
 	}
 	for _, q := range [][2]string{{"h1", ""}, {"", "etag-h1"}, {"h1", "other"}} {
 		if got, err := e.store.SourceFind(e.ctx, q[0], q[1]); err != nil || got.ID != res.SourceID {
-			e.t.Errorf("FindSource(%q, %q) = %+v, %v; want source %d", q[0], q[1], got, err, res.SourceID)
+			e.t.Errorf("SourceFind(%q, %q) = %+v, %v; want source %d", q[0], q[1], got, err, res.SourceID)
 		}
 	}
 	for _, q := range [][2]string{{"h2", ""}, {"", ""}, {"", "etag-h2"}} {
 		if got, err := e.store.SourceFind(e.ctx, q[0], q[1]); !errors.Is(err, reconcile.ErrNotFound) {
-			e.t.Errorf("FindSource(%q, %q) = %+v, %v; want ErrNotFound", q[0], q[1], got, err)
+			e.t.Errorf("SourceFind(%q, %q) = %+v, %v; want ErrNotFound", q[0], q[1], got, err)
 		}
 	}
 }
@@ -103,7 +103,7 @@ func testIngestSameContentTwiceAddsNothing(e *env) {
 	}
 	res, err := e.ingest(e.store, "h1", 2, nil, 0)
 	if err != nil || !res.Duplicate {
-		e.t.Fatalf("second IngestSource of the same content = %+v, %v; want a duplicate", res, err)
+		e.t.Fatalf("second SourceIngest of the same content = %+v, %v; want a duplicate", res, err)
 	}
 	got := e.sources()
 	if len(got) != 1 {
@@ -119,7 +119,7 @@ func testIngestSameContentTwiceAddsNothing(e *env) {
 func testIngestFailureRollsBackEverything(e *env) {
 	_, err := e.ingest(e.store, "h1", 12000, nil, 11000)
 	if err == nil {
-		e.t.Fatalf("IngestSource with a failing fill succeeded")
+		e.t.Fatalf("SourceIngest with a failing fill succeeded")
 	}
 	if got := e.sources(); len(got) != 0 {
 		e.t.Errorf("manifest after a failed ingest = %+v, want empty", got)

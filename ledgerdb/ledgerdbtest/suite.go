@@ -83,7 +83,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"ResolveAbandonsAndClosesScope", testResolveAbandonsAndClosesScope},
 		{"StateSinceFollowsClassChanges", testStateSinceFollowsClassChanges},
 		{"ClaimsOfAnEffect", testClaimsOfAnEffect},
-		{"ClaimsByKey", testClaimsByKey},
+		{"ClaimGetMany", testClaimsByKey},
 		{"CompensatedDuplicateIsFinal", testCompensatedDuplicateIsFinal},
 		{"AcknowledgeEscalation", testAcknowledgeEscalation},
 		{"RunResultIsKeptAsGiven", testRunResult},
@@ -109,7 +109,7 @@ func (e *env) record(key string, req string) *ledgerdb.RecordResult {
 	e.t.Helper()
 	r, err := e.store.EffectRecord(e.ctx, &ledgerdb.RecordParams{Key: key, RunID: "run_8f3c1a", Step: "charge", Provider: "stripe", Request: json.RawMessage(req)})
 	if err != nil {
-		e.t.Fatalf("RecordAttempt(%s) error: %v", key, err)
+		e.t.Fatalf("EffectRecord(%s) error: %v", key, err)
 	}
 	return r
 }
@@ -170,7 +170,7 @@ func (e *env) claimOf(key string) *reconcile.Claim {
 	e.t.Helper()
 	c, err := e.store.ClaimGet(e.ctx, key)
 	if err != nil {
-		e.t.Fatalf("ClaimOf(%s) error: %v", key, err)
+		e.t.Fatalf("ClaimGet(%s) error: %v", key, err)
 	}
 	return c
 }
