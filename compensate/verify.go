@@ -22,14 +22,15 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 	if kept == nil {
 		return "", "the finding names no transaction to keep", nil
 	}
-	k, problem, err := r.retrieve(ctx, kept.ID, parent)
+	p := r.Providers[d.Provider] // compensate refunds only where there is one
+	k, problem, err := r.retrieve(ctx, p, kept.ID, parent)
 	if err != nil || problem != "" {
 		if problem != "" {
 			problem = "the transaction kept, " + problem
 		}
 		return "", problem, err
 	}
-	c, problem, err := r.retrieve(ctx, x.Target, parent)
+	c, problem, err := r.retrieve(ctx, p, x.Target, parent)
 	switch {
 	case err != nil || problem != "":
 		return "", problem, err
@@ -57,8 +58,8 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 // retrieve retrieves one transaction of an effect and checks that it is
 // the effect's: its effect key is the effect's, or, naming none, it
 // belongs to the payment intent the ledger records.
-func (r *run) retrieve(ctx context.Context, id string, e *reconcile.Effect) (*reconcile.Charge, string, error) {
-	c, err := r.Providers[e.Provider].RetrieveCharge(ctx, id)
+func (r *run) retrieve(ctx context.Context, p Provider, id string, e *reconcile.Effect) (*reconcile.Charge, string, error) {
+	c, err := p.RetrieveCharge(ctx, id)
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
 		return nil, id + " does not exist at the provider", nil
