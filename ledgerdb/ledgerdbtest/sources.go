@@ -97,6 +97,45 @@ func testIngestWritesRowsAndManifest(e *env) {
 	}
 }
 
+// Every value of a record comes back as written, at the edges of its type:
+// a time before 2000 and one with milliseconds (SQLite's precision), no time, negative and
+// large amounts, text that a CSV or COPY would have to escape, metadata
+// and none.
+func testIngestKeepsEveryValue(e *env) {
+	want := []reconcile.Evidence{
+		{Provider: "stripe", TxID: "re_1", Kind: reconcile.KindRefund, RawKind: "refund", Amount: reconcile.Money{Minor: -(1 << 53), Currency: "JPY"},
+			Fee: -7, Time: time.Date(1999, 12, 31, 23, 59, 59, 999000000, time.UTC), Pending: true, Failed: true,
+			EffectKey: "app:refund:1", ParentEffectKey: "app:charge:1", PaymentIntent: "pi_1", ParentTxID: "ch_1",
+			Description: "Zürich — 払い\tab\t \"quoted\"", Metadata: map[string]string{"a\"b": "c\\d\n", "": "empty key"},
+			URI: "s.csv", Line: 1 << 30, Raw: "re_1,\"a\tb\nc\\\",-1"},
+		{Provider: "adyen", Kind: reconcile.KindFee, Amount: reconcile.Money{Currency: "EUR"}, Time: time.Date(2026, 3, 29, 1, 30, 0, 1000000, time.UTC),
+			URI: "s.csv", Line: 1},
+		{Provider: "paypal", TxID: "T1", Kind: reconcile.KindCharge, Amount: reconcile.Money{Minor: 1, Currency: "USD"}, URI: "s.csv", Line: 2, Raw: ""},
+	}
+	res, err := e.store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", RunID: "run_x"},
+		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			for i := range want {
+				if err := w.Evidence(&want[i]); err != nil {
+					return nil, err
+				}
+			}
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "stripe-itemized", Hash: "h-values", Rows: 3, Evidence: 3}}, nil
+		})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, got, _, err := e.store.SourceGetRows(e.ctx, res.SourceID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range want {
+		want[i].SourceHash = "h-values"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("evidence read back (-written +read):\n%s", diff)
+	}
+}
+
 func testIngestSameContentTwiceAddsNothing(e *env) {
 	if _, err := e.ingest(e.store, "h1", 2, nil, 0); err != nil {
 		e.t.Fatal(err)

@@ -2,12 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/ledgerdb/postgres"
+	"reconcile/ledgerdb/postgres/pgtest"
 )
 
 func open(t *testing.T, url string, now func() time.Time) *postgres.Store {
@@ -21,3 +24,33 @@ func open(t *testing.T, url string, now func() time.Time) *postgres.Store {
 }
 
 func TestLedger(t *testing.T) { ledgerdbtest.Exercise(t, ledgerdbtest.Driver("postgres")) }
+
+// PostgreSQL keeps a record's time to the microsecond, before 2000 as after.
+func TestEvidenceTimesKeepTheirMicroseconds(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.Schema(t), time.Now)
+	if _, err := s.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	times := []time.Time{time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Date(2026, 3, 29, 1, 30, 0, 1000, time.UTC)}
+	res, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "s.csv"}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+		for i, at := range times {
+			if err := w.Evidence(&reconcile.Evidence{Provider: "stripe", TxID: fmt.Sprint("ch_", i), Kind: reconcile.KindCharge, Time: at, Line: i + 2}); err != nil {
+				return nil, err
+			}
+		}
+		return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Hash: "h", Rows: 2, Evidence: 2}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, _, err := s.SourceGetRows(ctx, res.SourceID)
+	if err != nil || len(got) != len(times) {
+		t.Fatalf("SourceGetRows = %d records, %v", len(got), err)
+	}
+	for i := range times {
+		if !got[i].Time.Equal(times[i]) {
+			t.Errorf("record %d: time %s, written %s", i, got[i].Time.Format(time.RFC3339Nano), times[i].Format(time.RFC3339Nano))
+		}
+	}
+}

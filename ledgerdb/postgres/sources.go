@@ -25,10 +25,6 @@ func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.So
 	return &rec, nil
 }
 
-var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id", "kind", "raw_kind", "amount_minor", "currency",
-	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id",
-	"description", "metadata", "raw"}
-
 // SourceIngest implements ledgerdb.Store: the evidence goes in with one
 // COPY that runs while fill parses (see copyStream), the rejected rows with
 // another after it, inside one transaction; the manifest's hash is set
@@ -44,12 +40,12 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		}
 		id := res.SourceID
 		stream, wait := copyInto(ctx, tx, "evidence", evidenceCopyCols)
-		w := &evidenceWriter{stream: stream, source: id, batch: make([][]any, 0, copyBatch)}
+		w := &evidenceWriter{stream: stream, source: id}
 		cw := driver.Cover(w, time.Microsecond)
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()
 		if err == nil {
-			err = w.flush()
+			err = w.close()
 		}
 		stream.end(err)
 		if cerr := wait(); err == nil {
