@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -215,4 +216,17 @@ func (w *evidenceWriter) close() error {
 	}
 	w.buf = append(w.buf, copyTrailer...)
 	return w.flush()
+}
+
+// copyRows copies n rows into table's columns cols (named as in SQL) in
+// COPY's binary format, each appended by row (or none, when row appends
+// nothing).
+func copyRows(ctx context.Context, tx pgx.Tx, table, cols string, n int, row func(b copyRow, i int) copyRow) error {
+	b := append(make(copyRow, 0, 64*n+len(copyHeader)+2), copyHeader...)
+	for i := range n {
+		b = row(b, i)
+	}
+	b = append(b, copyTrailer...)
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b), "COPY "+pgx.Identifier{table}.Sanitize()+" ("+cols+") FROM STDIN (FORMAT binary)")
+	return err
 }

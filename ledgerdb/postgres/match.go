@@ -154,9 +154,6 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 // temporary tables, and cuts them and the run's records into partitions
 // (cut).
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
-	if err := analyzeStale(ctx, m.conn, m.p.Sources); err != nil {
-		return err
-	}
 	sources, linkKinds := nonNil(m.p.Sources), m.p.LinkKinds()
 	exec := func(sql string, args ...any) error {
 		_, err := m.conn.Exec(ctx, sql, args...)
@@ -167,6 +164,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		return err
 	}
 	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id <> ALL($1))`, sources).Scan(&earlier); err != nil {
+		return err
+	}
+	if err := analyzeStale(ctx, m.conn, sources, closed || earlier); err != nil {
 		return err
 	}
 	if err := exec(matchSetup); err != nil {
@@ -372,26 +372,43 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 	}
 	n := 0
 	err := func() error {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"m_conf"}, []string{"key", "external_id", "fresh"}, pgx.CopyFromSlice(len(confs), func(i int) ([]any, error) {
-			return []any{confs[i].Key, confs[i].ExternalID, fresh[confs[i].Key]}, nil
-		})); err != nil {
-			return err
-		}
+		// The fresh states are copied straight into effect_state; should
+		// another writer have given one a state meanwhile, the upsert from
+		// m_conf does them all instead.
 		confirmed := string(reconcile.ClassConfirmed)
+		nfresh := 0
+		for _, c := range confs {
+			if fresh[c.Key] {
+				nfresh++
+			}
+		}
 		all := false // whether the upsert must do the fresh ones too
-		err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-			_, err := sp.Exec(ctx, matchRecordNew, m.p.RunID, m.now, confirmed)
-			return err
-		})
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: a state was written meanwhile
-			all, err = true, nil
+		if nfresh > 0 {
+			err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+				return copyRows(ctx, sp, "effect_state", "key, class, final, run_id, classified_at, since", len(confs), func(b copyRow, i int) copyRow {
+					if !fresh[confs[i].Key] {
+						return b
+					}
+					return b.fields(6).text(confs[i].Key).text(confirmed).bool(true).text(m.p.RunID).timestamptz(m.now).timestamptz(m.now)
+				})
+			})
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: a state was written meanwhile
+				all, err = true, nil
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, matchRecordStates, m.p.RunID, m.now, confirmed, all); err != nil {
-			return err
+		if all || nfresh < len(confs) {
+			if err := copyRows(ctx, tx, "m_conf", "key, external_id, fresh", len(confs), func(b copyRow, i int) copyRow {
+				return b.fields(3).text(confs[i].Key).text(confs[i].ExternalID).bool(fresh[confs[i].Key])
+			}); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, matchRecordStates, m.p.RunID, m.now, confirmed, all); err != nil {
+				return err
+			}
 		}
 		var keys, ids []string
 		for _, c := range confs {
@@ -422,12 +439,16 @@ var analyzedColumns = map[string]string{
 // matching joins when they changed much since the last ANALYZE (a run's
 // first ingest, a freshly loaded ledger): with stale ones the planner
 // takes a million rows for a thousand and loops where it should hash.
-func analyzeStale(ctx context.Context, conn *pgx.Conn, sources []int64) error {
+// evidence is analyzed only when the run looks up earlier records or
+// closed effects: otherwise every record is the run's, read whole by
+// source, and no plan depends on their statistics (0.4 s of a first
+// night's 1M; autovacuum analyzes them, or else the next night does).
+func analyzeStale(ctx context.Context, conn *pgx.Conn, sources []int64, evidence bool) error {
 	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_class c LEFT JOIN pg_stat_user_tables st ON st.relid = c.oid
-		WHERE c.oid IN ('effect'::regclass, 'evidence'::regclass, 'effect_state'::regclass)
+		WHERE (c.oid IN ('effect'::regclass, 'effect_state'::regclass) OR ($2 AND c.oid = 'evidence'::regclass))
 		  AND (c.reltuples < 0 OR coalesce(st.n_mod_since_analyze, 0) > greatest(1000, c.reltuples / 10)
 		       OR (c.oid = 'evidence'::regclass AND (SELECT coalesce(sum(evidence_count), 0) FROM source WHERE id = ANY($1)) > greatest(1000, c.reltuples / 10)))`,
-		nonNil(sources))
+		sources, evidence)
 	if err != nil {
 		return err
 	}

@@ -59,13 +59,12 @@ UNION ALL SELECT false, * FROM m_early WHERE kind = ANY($2)`
 	matchPartRecords = `SELECT ` + matchPartCols + ` FROM (SELECT r.*, s.uri, s.format = ANY($3) AS webhook FROM (` + matchRecords + `) r
   JOIN source s ON s.id = r.source_id) r`
 
-	// matchRecordNew, matchRecordStates and matchRecordConfirmed record a
-	// partition's confirmations (in m_conf), as FindingRecord records
-	// confirmed findings. The states of effects that had none (fresh) are
-	// inserted without the cost of ON CONFLICT; should another writer have
-	// given one a state meanwhile, the upsert does them all instead.
-	matchRecordNew = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
-SELECT key, $3, true, $1, $2, $2 FROM m_conf WHERE fresh`
+	// matchRecordStates and matchRecordConfirmed record a partition's
+	// confirmations, as FindingRecord records confirmed findings: the
+	// states of effects that had none (fresh) are copied into effect_state
+	// (record), the others upserted from m_conf; should another writer
+	// have given a fresh one a state meanwhile, the upsert does them all
+	// ($4).
 	matchRecordStates = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
 SELECT key, $3, true, $1, $2, $2 FROM m_conf WHERE $4 OR NOT fresh
 ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id,

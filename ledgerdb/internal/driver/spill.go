@@ -26,11 +26,12 @@ type Spill struct {
 	f      *os.File
 	w      *bufio.Writer
 	router *matcher.Router
-	// The length of each row and the values it is named by
-	// (matcher.RecordValues) wait in a file of their own, in the order
-	// added, until Cut joins them, a share at a time.
-	vf      *os.File
-	vw      *bufio.Writer
+	// The values each row is named by (matcher.RecordValues) wait in a
+	// file of their own, in the order added, until Cut joins them, a share
+	// at a time; each row's length in another, for the passes that lay
+	// the rows out.
+	vf, lf  *os.File
+	vw, lw  *bufio.Writer
 	nvalues int
 	values  []uint64
 	share   int // how many values to join at a time: joinShare
@@ -66,8 +67,14 @@ func NewSpill() (*Spill, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), vf: vf, vw: bufio.NewWriterSize(vf, 1<<20), router: matcher.NewRouter(0),
-		number: map[string]uint64{}, share: joinShare}, nil
+	lf, err := tempFile()
+	if err != nil {
+		f.Close()
+		vf.Close()
+		return nil, err
+	}
+	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), vf: vf, vw: bufio.NewWriterSize(vf, 1<<20), lf: lf, lw: bufio.NewWriterSize(lf, 1<<16),
+		router: matcher.NewRouter(0), number: map[string]uint64{}, share: joinShare}, nil
 }
 
 func tempFile() (*os.File, error) {
@@ -82,6 +89,7 @@ func tempFile() (*os.File, error) {
 // Close removes what the Spill holds.
 func (s *Spill) Close() error {
 	s.vf.Close()
+	s.lf.Close()
 	return s.f.Close()
 }
 
@@ -89,15 +97,18 @@ func (s *Spill) Close() error {
 // map of them takes some 25 bytes each.
 const joinShare = 8 << 20
 
-// add writes a row, and its length and values for Cut: the length, the
-// values' count, then each.
+// add writes a row, its length, and its values for Cut: their count,
+// then each.
 func (s *Spill) add(row []byte) error {
 	s.buf = row
 	if _, err := s.w.Write(row); err != nil {
 		return err
 	}
 	b := binary.AppendUvarint(s.vbuf[:0], uint64(len(row)))
-	b = binary.AppendUvarint(b, uint64(len(s.values)))
+	if _, err := s.lw.Write(b); err != nil {
+		return err
+	}
+	b = binary.AppendUvarint(b[:0], uint64(len(s.values)))
 	for _, v := range s.values {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
@@ -107,9 +118,9 @@ func (s *Spill) add(row []byte) error {
 	return err
 }
 
-// eachRow calls f with each row's number, length and values, in the
-// order added.
-func (s *Spill) eachRow(f func(n uint32, length int, values []uint64)) error {
+// eachValues calls f with each row's number and values, in the order
+// added.
+func (s *Spill) eachValues(f func(n uint32, values []uint64)) error {
 	end, err := s.vf.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return err
@@ -117,10 +128,6 @@ func (s *Spill) eachRow(f func(n uint32, length int, values []uint64)) error {
 	r := bufio.NewReaderSize(io.NewSectionReader(s.vf, 0, end), 1<<20)
 	var word [8]byte
 	for n := range uint32(s.Effects + s.Records) {
-		length, err := binary.ReadUvarint(r)
-		if err != nil {
-			return err
-		}
 		k, err := binary.ReadUvarint(r)
 		if err != nil {
 			return err
@@ -132,7 +139,25 @@ func (s *Spill) eachRow(f func(n uint32, length int, values []uint64)) error {
 			}
 			s.values = append(s.values, binary.LittleEndian.Uint64(word[:]))
 		}
-		f(n, int(length), s.values)
+		f(n, s.values)
+	}
+	return nil
+}
+
+// eachLength calls f with each row's number and length, in the order
+// added.
+func (s *Spill) eachLength(f func(n uint32, length int)) error {
+	end, err := s.lf.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(s.lf, 0, end), 1<<20)
+	for n := range uint32(s.Effects + s.Records) {
+		length, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		f(n, int(length))
 	}
 	return nil
 }
@@ -201,8 +226,10 @@ func (s *Spill) Cut(size int, sum *ledgerdb.MatchSummary) error {
 }
 
 func (s *Spill) cut(size int) (int, error) {
-	if err := s.w.Flush(); err != nil {
-		return 0, err
+	for _, w := range []*bufio.Writer{s.w, s.lw} {
+		if err := w.Flush(); err != nil {
+			return 0, err
+		}
 	}
 	if err := s.join(); err != nil {
 		return 0, err
@@ -210,7 +237,7 @@ func (s *Spill) cut(size int) (int, error) {
 	part, count := s.router.Partitions(size)
 	s.router = nil
 	s.off = make([]int64, count+1)
-	if err := s.eachRow(func(n uint32, length int, _ []uint64) { s.off[part[n]+1] += int64(length) }); err != nil {
+	if err := s.eachLength(func(n uint32, length int) { s.off[part[n]+1] += int64(length) }); err != nil {
 		return 0, err
 	}
 	for i := range count {
@@ -239,7 +266,7 @@ func (s *Spill) cut(size int) (int, error) {
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, base), 1<<20)
 	var failed error
-	if err := s.eachRow(func(n uint32, length int, _ []uint64) {
+	if err := s.eachLength(func(n uint32, length int) {
 		p := part[n]
 		b := slices.Grow(pending[p], length)[:len(pending[p])+length]
 		if _, err := io.ReadFull(r, b[len(pending[p]):]); err != nil && failed == nil {
@@ -277,7 +304,7 @@ func (s *Spill) join() error {
 	}
 	shares := uint64(max(1, (s.nvalues+s.share-1)/s.share))
 	for share := range shares {
-		if err := s.eachRow(func(n uint32, _ int, values []uint64) {
+		if err := s.eachValues(func(n uint32, values []uint64) {
 			for _, v := range values {
 				if v%shares == share {
 					s.router.Join(n, v)
