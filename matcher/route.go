@@ -1,7 +1,9 @@
 package matcher
 
 import (
+	"cmp"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,13 +22,20 @@ import (
 //
 // Values are compared by a 64-bit hash: two values that collide only join
 // two groups, which costs memory, never a wrong link, since Match compares
-// the values themselves. A Router holds a few dozen bytes per node and
-// per distinct value, not the rows.
+// the values themselves. A Router holds four bytes per node and, until
+// the next Forget, 32 bytes per value joined, not the rows.
 type Router struct {
-	first   map[uint64]uint32 // a value's hash → the first node that named it
-	parent  []uint32          // union-find forest over the nodes
-	effects int               // the first nodes are effects
+	joined  []valueNode // the values joined since the last Forget, each with its node
+	spare   []valueNode // joined, grouped by value (Forget)
+	parent  []uint32    // union-find forest over the nodes
+	effects int         // the first nodes are effects
 	values  []uint64
+}
+
+// valueNode is a value's hash and a node that named it.
+type valueNode struct {
+	v uint64
+	n uint32
 }
 
 // seed is the values' hash seed, the same for every Router of a process.
@@ -34,7 +43,7 @@ var seed = maphash.MakeSeed()
 
 // NewRouter returns an empty Router; n is about how many nodes it will get.
 func NewRouter(n int) *Router {
-	return &Router{first: make(map[uint64]uint32, 2*n), parent: make([]uint32, 0, n)}
+	return &Router{parent: make([]uint32, 0, n)}
 }
 
 // Effect adds an effect in scope as the next node, and joins it by its
@@ -107,9 +116,53 @@ func appendValue(dst []uint64, tag byte, provider, value string) []uint64 {
 	return append(dst, h.Sum64())
 }
 
-// Forget lets go of the values joined so far; the groups stay. Values
-// joined after it must be none of those before (another share of them).
-func (r *Router) Forget() { clear(r.first) }
+// Forget joins the nodes that named each value given since the last
+// Forget, and lets the values go; the groups stay. Values joined after it
+// must be none of those before (another share of them).
+func (r *Router) Forget() {
+	g := r.byValue()
+	for i := 0; i < len(g); {
+		j := i + 1
+		for ; j < len(g) && g[j].v == g[i].v; j++ {
+			a, b := r.find(g[i].n), r.find(g[j].n)
+			if a > b {
+				a, b = b, a
+			}
+			r.parent[b] = a // the smaller node is the root: a group's first node
+		}
+		i = j
+	}
+	r.joined = r.joined[:0]
+}
+
+// byValue returns what was joined with equal values next to each other:
+// laid out by the top bits of the value, then sorted within each such
+// bucket, which stays in the processor's cache where a map of every
+// value would not.
+func (r *Router) byValue() []valueNode {
+	const bits = 11
+	var start [1<<bits + 1]int
+	for _, x := range r.joined {
+		start[x.v>>(64-bits)+1]++
+	}
+	for b := range 1 << bits {
+		start[b+1] += start[b]
+	}
+	if cap(r.spare) < len(r.joined) {
+		r.spare = make([]valueNode, len(r.joined))
+	}
+	g := r.spare[:len(r.joined)]
+	at := start
+	for _, x := range r.joined {
+		b := x.v >> (64 - bits)
+		g[at[b]] = x
+		at[b]++
+	}
+	for b := range 1 << bits {
+		slices.SortFunc(g[start[b]:start[b+1]], func(x, y valueNode) int { return cmp.Compare(x.v, y.v) })
+	}
+	return g
+}
 
 // Partitions assigns every node, in the order they were added, a
 // partition: whole groups, in the order of their first node, filling
@@ -119,9 +172,10 @@ func (r *Router) Forget() { clear(r.first) }
 // Router is spent.
 func (r *Router) Partitions(size int) (part []uint32, count int) {
 	size = max(size, 1)
+	r.Forget()
 	// A node's parent is never after it, so in node order each parent is
 	// already a root: one pass points every node at its group's first.
-	part, r.parent, r.first = r.parent, nil, nil
+	part, r.parent, r.joined, r.spare = r.parent, nil, nil, nil
 	for i := range part {
 		part[i] = part[part[i]]
 	}
@@ -152,20 +206,9 @@ func (r *Router) node() uint32 {
 	return n
 }
 
-// Join puts node n in one group with every node that named the value
-// whose hash is v.
-func (r *Router) Join(n uint32, v uint64) {
-	other, ok := r.first[v]
-	if !ok {
-		r.first[v] = n
-		return
-	}
-	a, b := r.find(n), r.find(other)
-	if a > b {
-		a, b = b, a
-	}
-	r.parent[b] = a // the smaller node is the root: a group's first node
-}
+// Join puts node n in one group with every node that names the value
+// whose hash is v, up to the next Forget (or Partitions).
+func (r *Router) Join(n uint32, v uint64) { r.joined = append(r.joined, valueNode{v, n}) }
 
 func (r *Router) find(n uint32) uint32 {
 	for r.parent[n] != n {

@@ -169,6 +169,14 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := analyzeStale(ctx, m.conn, sources, closed || earlier); err != nil {
 		return err
 	}
+	if earlier {
+		// The reads of the run's records by source skip the earlier
+		// sources' pages only where evidence_source has summarized them
+		// (migration 014); otherwise each reads the whole table.
+		if err := exec(matchSummarize); err != nil {
+			return err
+		}
+	}
 	if err := exec(matchSetup); err != nil {
 		return err
 	}

@@ -93,9 +93,9 @@ func (s *Spill) Close() error {
 	return s.f.Close()
 }
 
-// joinShare is about how many values Cut joins at a time: the Router's
-// map of them takes some 25 bytes each.
-const joinShare = 8 << 20
+// joinShare is about how many values Cut joins at a time: the Router
+// holds 32 bytes for each.
+const joinShare = 6 << 20
 
 // add writes a row, its length, and its values for Cut: their count,
 // then each.
