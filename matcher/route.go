@@ -206,6 +206,13 @@ func (r *Router) node() uint32 {
 	return n
 }
 
+// Reserve makes room for n values to be joined before the next Forget.
+func (r *Router) Reserve(n int) {
+	if cap(r.joined)-len(r.joined) < n {
+		r.joined = slices.Grow(r.joined, n)
+	}
+}
+
 // Join puts node n in one group with every node that names the value
 // whose hash is v, up to the next Forget (or Partitions).
 func (r *Router) Join(n uint32, v uint64) { r.joined = append(r.joined, valueNode{v, n}) }
