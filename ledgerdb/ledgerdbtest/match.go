@@ -224,7 +224,11 @@ func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
 	b.Request = json.RawMessage(`{"charge": "ch_1"}`)
 	c := charge("r:charge:2", "stripe", "charge", reconcile.StatusAttempted, "", t0)
 	c.Request = json.RawMessage(`["not", "an", "object"]`)
-	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{a, b, c}); err != nil {
+	// A member named twice counts as its last (as jsonb keeps it); names
+	// are exact, and a nested amount is not the request's.
+	d := charge("r:charge:3", "stripe", "charge", reconcile.StatusAttempted, "", t0)
+	d.Request = json.RawMessage(`{"amount": 1, "AMOUNT": 7, "amount": 2500, "currency": "eur", "meta": {"amount": 9}, "currency": "usd"}`)
+	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{a, b, c, d}); err != nil {
 		e.t.Fatal(err)
 	}
 	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
@@ -235,8 +239,8 @@ func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
 		e.t.Fatal(err)
 	}
 	parts, _ := e.partitions(0, nil, nil)
-	if len(parts) != 1 || len(parts[0].Effects) != 3 {
-		e.t.Fatalf("partitions = %+v, want one with three effects", parts)
+	if len(parts) != 1 || len(parts[0].Effects) != 4 {
+		e.t.Fatalf("partitions = %+v, want one with four effects", parts)
 	}
 	got := map[string]ledgerdb.ScopedEffect{}
 	for _, x := range parts[0].Effects {
@@ -251,6 +255,7 @@ func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {
 		"r:charge:0": {`{"amount": 1000, "currency": "eur"}`, reconcile.ClassMissing, reconcile.StatusAttempted, ""},
 		"r:charge:1": {`{"amount": null, "currency": null}`, "", reconcile.StatusConfirmed, "re_1"},
 		"r:charge:2": {`["not", "an", "object"]`, "", reconcile.StatusAttempted, ""},
+		"r:charge:3": {`{"amount": 2500, "currency": "usd"}`, "", reconcile.StatusAttempted, ""},
 	} {
 		x := got[key]
 		jsonEqual(e.t, x.Request, want.request)

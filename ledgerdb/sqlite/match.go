@@ -162,12 +162,12 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, r
 	}
 	for rows.Next() {
 		var (
-			e                       ledgerdb.ScopedEffect
-			status, class, created  string
-			since                   string
-			amount, currency, whole sql.NullString
+			e                      ledgerdb.ScopedEffect
+			status, class, created string
+			since                  string
+			request                []byte
 		)
-		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &created, &amount, &currency, &whole, &class, &since, &e.Final); err != nil {
+		if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &created, &request, &class, &since, &e.Final); err != nil {
 			rows.Close()
 			return err
 		}
@@ -176,7 +176,7 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, r
 		if e.CreatedAt, err = parseTime(created); err == nil && since != "" {
 			e.Since, err = parseTime(since)
 		}
-		e.Request = driver.PlainRequest(nullPtr(amount), nullPtr(currency), nullPtr(whole))
+		e.Request = driver.ReducedRequest(request)
 		if err == nil {
 			err = spill.Effect(&e)
 		}

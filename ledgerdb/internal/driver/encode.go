@@ -22,6 +22,24 @@ func PlainRequest(amount, currency, whole *string) []byte {
 	return append(b, '}')
 }
 
+// ReducedRequest is PlainRequest of a whole request: its amount and
+// currency when it is a JSON object (a member named twice counts as its
+// last, as in jsonb), else the request itself, for the matcher to reject.
+func ReducedRequest(request []byte) []byte {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(request, &members) != nil || members == nil {
+		return request
+	}
+	str := func(m json.RawMessage) *string {
+		if m == nil {
+			return nil
+		}
+		s := string(m)
+		return &s
+	}
+	return PlainRequest(str(members["amount"]), str(members["currency"]), nil)
+}
+
 func appendJSON(b []byte, v *string) []byte {
 	if v == nil {
 		return append(b, "null"...)
