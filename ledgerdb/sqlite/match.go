@@ -264,10 +264,3 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 	k, _ := r.RowsAffected()
 	return int(k), tx.Commit()
 }
-
-func nullPtr(s sql.NullString) *string {
-	if !s.Valid {
-		return nil
-	}
-	return &s.String
-}
