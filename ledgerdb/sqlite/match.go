@@ -237,11 +237,15 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 	if len(confs) == 0 {
 		return 0, nil
 	}
-	list := make([][2]string, len(confs))
+	keys := make([]string, len(confs))
+	var pairs []string // key, external id, in turn, of the confirmations that name one
 	for i, c := range confs {
-		list[i] = [2]string{c.Key, c.ExternalID}
+		keys[i] = c.Key
+		if c.ExternalID != "" {
+			pairs = append(pairs, c.Key, c.ExternalID)
+		}
 	}
-	doc, err := json.Marshal(list)
+	doc, err := json.Marshal(keys)
 	if err != nil {
 		return 0, err
 	}
@@ -257,10 +261,17 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 	if _, err := tx.ExecContext(ctx, matchRecordStates, string(doc), string(reconcile.ClassConfirmed), m.p.RunID, m.now); err != nil {
 		return 0, err
 	}
-	r, err := tx.ExecContext(ctx, matchRecordConfirmed, string(doc), m.now)
-	if err != nil {
-		return 0, err
+	if len(pairs) > 0 {
+		doc, err := json.Marshal(pairs)
+		if err != nil {
+			return 0, err
+		}
+		r, err := tx.ExecContext(ctx, matchRecordConfirmed, string(doc), m.now)
+		if err != nil {
+			return 0, err
+		}
+		k, _ := r.RowsAffected()
+		n = int(k)
 	}
-	k, _ := r.RowsAffected()
-	return int(k), tx.Commit()
+	return n, tx.Commit()
 }
