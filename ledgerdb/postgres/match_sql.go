@@ -115,18 +115,17 @@ func matchEarlierBy(col, effectCol string) string {
 // duplicate re-opens a confirmed effect, a report read again does not. The
 // candidates are the effects the run's records name that are not in scope
 // already (mostly none: what a night names is mostly open); only for those
-// is it asked, by index, whether a record naming them is new.
+// is it asked, by index, whether a record naming them is new. The names
+// come from one read of the run's records for the keys and one for the
+// ids (unnest), not one per column.
 // matchScopeNamed then adds them to the scope, when there are any.
 var matchNamed = `CREATE TEMP TABLE m_named AS
 SELECT c.key FROM (
-    (SELECT effect_key AS key FROM evidence WHERE source_id = ANY($1) AND effect_key <> ''
-     UNION SELECT parent_effect_key FROM evidence WHERE source_id = ANY($1) AND parent_effect_key <> ''
+    (SELECT k AS key FROM evidence, unnest(ARRAY[effect_key, parent_effect_key]) AS k WHERE source_id = ANY($1) AND k <> ''
      EXCEPT SELECT key FROM m_eff)
     UNION
     (SELECT key FROM effect WHERE external_id = ANY(ARRAY(
-       SELECT tx_id FROM evidence WHERE source_id = ANY($1) AND tx_id <> ''
-       UNION SELECT payment_intent FROM evidence WHERE source_id = ANY($1) AND payment_intent <> ''
-       UNION SELECT parent_tx_id FROM evidence WHERE source_id = ANY($1) AND parent_tx_id <> ''))
+       SELECT DISTINCT i FROM evidence, unnest(ARRAY[tx_id, payment_intent, parent_tx_id]) AS i WHERE source_id = ANY($1) AND i <> ''))
      EXCEPT SELECT key FROM m_eff)) c
 JOIN effect n ON n.key = c.key
 WHERE ` + newRecordNaming("effect_key", "n.key") + `
