@@ -236,13 +236,17 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope st
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = m.conn.Query(ctx, matchPartRecords, sources, linkKinds, nonNil(m.p.WebhookFormats))
+	origins, err := m.origins(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err = m.conn.Query(ctx, matchPartRecords, sources, linkKinds)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		e, mine, err := m.scanRecord(rows)
+		e, mine, err := m.scanRecord(rows, origins)
 		if err == nil {
 			err = spill.Record(e, mine)
 		}
@@ -307,7 +311,7 @@ func (m *matching) readStaged(ctx context.Context, q querier, part *ledgerdb.Par
 	}
 	defer rows.Close()
 	for rows.Next() {
-		e, mine, err := m.scanRecord(rows)
+		e, mine, err := m.scanRecord(rows, nil)
 		if err != nil {
 			return err
 		}
@@ -341,17 +345,56 @@ func (m *matching) scanEffect(rows pgx.Rows) (*ledgerdb.ScopedEffect, error) {
 	return &e, nil
 }
 
-// scanRecord reads a record of matchPartCols, and whether it is the run's.
-func (m *matching) scanRecord(rows pgx.Rows) (*reconcile.Evidence, bool, error) {
+// origin is where a source's records were read, as a partition holds it.
+type origin struct {
+	uri     string
+	webhook bool
+}
+
+// origins returns where each source was read, by its id: the records
+// are read with their source's id (matchPartRecords), each of a night's
+// million not sent its URI again.
+func (m *matching) origins(ctx context.Context) (map[int64]origin, error) {
+	rows, err := m.conn.Query(ctx, `SELECT id, uri, format = ANY($1) FROM source`, nonNil(m.p.WebhookFormats))
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]origin{}
+	var (
+		id int64
+		o  origin
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &o.uri, &o.webhook}, func() error {
+		out[id] = o
+		return nil
+	})
+	return out, err
+}
+
+// scanRecord reads a record of matchPartCols, and whether it is the run's;
+// or, given origins, of matchPartRecords, which names the source by its id.
+func (m *matching) scanRecord(rows pgx.Rows, origins map[int64]origin) (*reconcile.Evidence, bool, error) {
 	var (
 		e        reconcile.Evidence
 		mine     bool
 		kind     string
 		occurred *time.Time
+		source   int64
 	)
-	if err := rows.Scan(&mine, &e.URI, &e.Webhook, &e.Line, &e.Provider, &kind, &e.TxID, &e.Amount.Minor, &e.Amount.Currency, &occurred,
-		&e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID); err != nil {
+	where := []any{&e.URI, &e.Webhook}
+	if origins != nil {
+		where = []any{&source}
+	}
+	if err := rows.Scan(append(append([]any{&mine}, where...), &e.Line, &e.Provider, &kind, &e.TxID, &e.Amount.Minor, &e.Amount.Currency,
+		&occurred, &e.Pending, &e.Failed, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)...); err != nil {
 		return nil, false, err
+	}
+	if origins != nil {
+		o, ok := origins[source]
+		if !ok {
+			return nil, false, fmt.Errorf("a record of source %d, which the manifest does not hold", source)
+		}
+		e.URI, e.Webhook = o.uri, o.webhook
 	}
 	e.Provider, e.Kind, e.Amount.Currency = m.intern(e.Provider), reconcile.Kind(m.intern(kind)), m.intern(e.Amount.Currency)
 	e.URI = m.intern(e.URI)

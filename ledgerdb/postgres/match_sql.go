@@ -61,10 +61,10 @@ UNION ALL SELECT false, * FROM m_early WHERE kind = ANY($2)`
 	matchPartCols = `mine, uri, webhook, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
   effect_key, parent_effect_key, payment_intent, parent_tx_id`
 
-	// matchPartRecords gives the records with where they were read ($3:
-	// the formats of webhook dumps).
-	matchPartRecords = `SELECT ` + matchPartCols + ` FROM (SELECT r.*, s.uri, s.format = ANY($3) AS webhook FROM (` + matchRecords + `) r
-  JOIN source s ON s.id = r.source_id) r`
+	// matchPartRecords gives the records as matchPartCols does, with their
+	// source's id in place of its URI and whether it is a webhook dump.
+	matchPartRecords = `SELECT mine, source_id, line, provider, kind, tx_id, amount_minor, currency, occurred_at, pending, failed,
+  effect_key, parent_effect_key, payment_intent, parent_tx_id FROM (` + matchRecords + `) r`
 
 	// matchRecordStates and matchRecordConfirmed record a partition's
 	// confirmations, as FindingRecord records confirmed findings: the
