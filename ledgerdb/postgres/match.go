@@ -166,7 +166,7 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id <> ALL($1))`, sources).Scan(&earlier); err != nil {
 		return err
 	}
-	if err := analyzeStale(ctx, m.conn, sources, closed || earlier); err != nil {
+	if err := analyzeStale(ctx, m.conn, sources); err != nil {
 		return err
 	}
 	if earlier {
@@ -490,16 +490,12 @@ var analyzedColumns = map[string]string{
 // matching joins when they changed much since the last ANALYZE (a run's
 // first ingest, a freshly loaded ledger): with stale ones the planner
 // takes a million rows for a thousand and loops where it should hash.
-// evidence is analyzed only when the run looks up earlier records or
-// closed effects: otherwise every record is the run's, read whole by
-// source, and no plan depends on their statistics (0.4 s of a first
-// night's 1M; autovacuum analyzes them, or else the next night does).
-func analyzeStale(ctx context.Context, conn *pgx.Conn, sources []int64, evidence bool) error {
+func analyzeStale(ctx context.Context, conn *pgx.Conn, sources []int64) error {
 	rows, err := conn.Query(ctx, `SELECT c.relname FROM pg_class c LEFT JOIN pg_stat_user_tables st ON st.relid = c.oid
-		WHERE (c.oid IN ('effect'::regclass, 'effect_state'::regclass) OR ($2 AND c.oid = 'evidence'::regclass))
+		WHERE c.oid IN ('effect'::regclass, 'evidence'::regclass, 'effect_state'::regclass)
 		  AND (c.reltuples < 0 OR coalesce(st.n_mod_since_analyze, 0) > greatest(1000, c.reltuples / 10)
 		       OR (c.oid = 'evidence'::regclass AND (SELECT coalesce(sum(evidence_count), 0) FROM source WHERE id = ANY($1)) > greatest(1000, c.reltuples / 10)))`,
-		sources, evidence)
+		sources)
 	if err != nil {
 		return err
 	}
