@@ -29,8 +29,8 @@ const copyChunk = 256 << 10
 // writing overlap instead of taking turns. At most a few chunks are held.
 // Hand-written: sqlc's :copyfrom takes its rows as one slice, given whole
 // before the COPY, and pgx's CopyFrom takes each row as a slice of
-// interfaces, encoded through its type map, which cost a fifth of the
-// ingest's CPU.
+// interfaces, encoded through its type map: 1.8 s of the 7 s of CPU a 1M
+// night's ingest took in the run's process.
 type copyStream struct {
 	chunks chan []byte
 	mu     sync.Mutex
@@ -44,11 +44,10 @@ type copyStream struct {
 // a function that waits for the COPY to end and returns its error.
 func copyInto(ctx context.Context, tx pgx.Tx, table string, cols []string) (*copyStream, func() error) {
 	c := &copyStream{chunks: make(chan []byte, 4), ended: make(chan struct{})}
-	sql := "COPY " + pgx.Identifier{table}.Sanitize() + " (" + strings.Join(cols, ", ") + ") FROM STDIN (FORMAT binary)"
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		_, c.err = tx.Conn().PgConn().CopyFrom(ctx, c, sql)
+		_, c.err = tx.Conn().PgConn().CopyFrom(ctx, c, copySQL(table, strings.Join(cols, ", ")))
 		close(c.ended)
 		for range c.chunks { // what the parser sent before it learnt the COPY had ended
 		}
@@ -169,7 +168,7 @@ func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
 		return fmt.Errorf("line %d: beyond what the ledger numbers", e.Line)
 	}
 	if w.buf == nil {
-		w.buf = append(make(copyRow, 0, copyChunk+64<<10), copyHeader...)
+		w.buf = append(newChunk(), copyHeader...)
 	}
 	b := w.buf.fields(len(evidenceCopyCols)).int8(w.source).int4(w.seq).int4(e.Line).
 		text(e.Provider).text(e.TxID).text(string(e.Kind)).text(e.RawKind).int8(e.Amount.Minor).text(e.Amount.Currency).
@@ -205,9 +204,12 @@ func (w *evidenceWriter) flush() error {
 		return nil
 	}
 	err := w.stream.send(w.buf)
-	w.buf = make(copyRow, 0, copyChunk+64<<10)
+	w.buf = newChunk()
 	return err
 }
+
+// newChunk is an empty chunk, with room for a row beyond copyChunk.
+func newChunk() copyRow { return make(copyRow, 0, copyChunk+64<<10) }
 
 // close sends the last rows and the end of the COPY's data.
 func (w *evidenceWriter) close() error {
@@ -227,6 +229,12 @@ func copyRows(ctx context.Context, tx pgx.Tx, table, cols string, n int, row fun
 		b = row(b, i)
 	}
 	b = append(b, copyTrailer...)
-	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b), "COPY "+pgx.Identifier{table}.Sanitize()+" ("+cols+") FROM STDIN (FORMAT binary)")
+	_, err := tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(b), copySQL(table, cols))
 	return err
+}
+
+// copySQL is the COPY of table's columns cols (named as in SQL) in the
+// binary format.
+func copySQL(table, cols string) string {
+	return "COPY " + pgx.Identifier{table}.Sanitize() + " (" + cols + ") FROM STDIN (FORMAT binary)"
 }

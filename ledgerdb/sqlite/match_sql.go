@@ -34,7 +34,8 @@ FROM evidence x WHERE x.source_id IN (SELECT value FROM json_each(?1))
 	// keeps them in m_eff, for matchEarlier; with no earlier evidence the
 	// run reads them straight away (matchEffects). The request comes whole:
 	// the run reduces it to its amount and currency (driver.ReducedRequest),
-	// where SQLite's JSON functions parsed it five times, 3.7 s a million.
+	// where SQLite's JSON functions parsed it five times (300,000 effects
+	// read in 1.3 s that way, in 0.19 s as plain text).
 	matchScopeEffects = `SELECT e.key, e.provider, e.step, e.status, e.external_id, e.created_at, e.request,
   st.class, st.since, coalesce(st.final, 0) AS final
 FROM effect e LEFT JOIN effect_state st ON st.key = e.key
@@ -71,7 +72,7 @@ AND ev.source_id NOT IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT
 	// the keys, the attempted effects from one of keys and external ids in
 	// turn, read by position. Each element is a plain string that
 	// json_each gives as it is; pairs as arrays of their own were parsed
-	// again for each member (2 s a million).
+	// again for each member (2.2 s of CPU in a 1M night's profile).
 	matchRecordStates = `INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
 SELECT value, ?2, 1, ?3, ?4, ?4 FROM json_each(?1) WHERE true
 ON CONFLICT (key) DO UPDATE SET class = excluded.class, final = excluded.final, run_id = excluded.run_id,
