@@ -33,18 +33,26 @@ func ReducedRequest(request []byte) []byte {
 	if matcher.IsPlainRequest(request) {
 		return request
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(request, &members) != nil || members == nil {
+	if amount, currency, ok := members(request); ok {
+		return plainOf(amount, currency)
+	}
+	var all map[string]json.RawMessage
+	if json.Unmarshal(request, &all) != nil || all == nil {
 		return request
 	}
-	str := func(m json.RawMessage) *string {
+	return plainOf(all["amount"], all["currency"])
+}
+
+// plainOf is PlainRequest of two members' raw values (nil: absent).
+func plainOf(amount, currency []byte) []byte {
+	str := func(m []byte) *string {
 		if m == nil {
 			return nil
 		}
 		s := string(m)
 		return &s
 	}
-	return PlainRequest(str(members["amount"]), str(members["currency"]), nil)
+	return PlainRequest(str(amount), str(currency), nil)
 }
 
 func appendJSON(b []byte, v *string) []byte {
