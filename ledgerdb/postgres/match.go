@@ -421,6 +421,7 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 	if len(confs) == 0 {
 		return 0, nil
 	}
+	driver.SortByKey(confs)
 	n := 0
 	err := func() error {
 		// The fresh states are copied straight into effect_state; should

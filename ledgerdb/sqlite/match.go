@@ -237,6 +237,7 @@ func (m *matching) record(ctx context.Context, confs []ledgerdb.Confirmation) (n
 	if len(confs) == 0 {
 		return 0, nil
 	}
+	driver.SortByKey(confs)
 	keys := make([]string, len(confs))
 	var pairs []string // key, external id, in turn, of the confirmations that name one
 	for i, c := range confs {
