@@ -2,11 +2,13 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"reconcile"
+	"reconcile/ledgerdb"
 )
 
 func TestCanonicalJSON(t *testing.T) {
@@ -63,5 +65,53 @@ func TestLoadMigrationsAndPending(t *testing.T) {
 	}
 	if _, err := LoadMigrations(fstest.MapFS{"init.sql": {}}); err == nil {
 		t.Errorf("LoadMigrations with an unnumbered file succeeded")
+	}
+}
+
+// TestDecideWritesInKeyOrder: the states and confirmations come out in key
+// order, and a key classified twice keeps its findings' order, so that a
+// driver writing them in turn leaves the last state, as before the sort.
+func TestDecideWritesInKeyOrder(t *testing.T) {
+	tx := func(id string) []reconcile.Transaction { return []reconcile.Transaction{{ID: id}} }
+	dec := Decide(&ledgerdb.FindingsParams{Discrepancies: []reconcile.Discrepancy{
+		{Class: reconcile.ClassConfirmed, EffectKey: "r:charge:2", Transactions: tx("ch_2")},
+		{Class: reconcile.ClassMissing, EffectKey: "r:charge:10"},
+		{Class: reconcile.ClassConfirmed, EffectKey: "r:charge:1", Transactions: tx("ch_1")},
+		{Class: reconcile.ClassDuplicated, EffectKey: "r:charge:10"},
+	}})
+	var keys []string
+	for _, st := range dec.States {
+		keys = append(keys, st.Key+"="+string(st.Class))
+	}
+	if got, want := strings.Join(keys, " "), "r:charge:1=confirmed r:charge:10=missing r:charge:10=duplicated r:charge:2=confirmed"; got != want {
+		t.Errorf("states in the order %s, want %s", got, want)
+	}
+	if len(dec.Confirm) != 2 || dec.Confirm[0].Key != "r:charge:1" || dec.Confirm[1].Key != "r:charge:2" {
+		t.Errorf("confirmations in the order %+v", dec.Confirm)
+	}
+	if len(dec.Findings) != 2 || dec.Findings[0].Class != reconcile.ClassMissing {
+		t.Errorf("findings must keep the matcher's order: %+v", dec.Findings)
+	}
+	// Enough rows for the sort to leave insertion sort: a key named 50
+	// times among 150 others keeps its rows in their order.
+	classes := []reconcile.Class{reconcile.ClassMissing, reconcile.ClassDuplicated, reconcile.ClassMismatched, reconcile.ClassPending}
+	var many []reconcile.Discrepancy
+	var want []string
+	for i := range 200 {
+		d := reconcile.Discrepancy{Class: reconcile.ClassMissing, EffectKey: fmt.Sprintf("r:charge:%d", 199-i)}
+		if i%4 == 0 {
+			d.EffectKey, d.Class = "r:charge:x", classes[(i/4)%len(classes)]
+			want = append(want, string(d.Class))
+		}
+		many = append(many, d)
+	}
+	var got []string
+	for _, st := range Decide(&ledgerdb.FindingsParams{Discrepancies: many}).States {
+		if st.Key == "r:charge:x" {
+			got = append(got, string(st.Class))
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("a key's states out of their order: %v, want %v", got, want)
 	}
 }
