@@ -379,13 +379,11 @@ func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// appendTime writes t as nanoseconds since 1970, and the zero time as 0
-// (which reads back as the zero time: no provider reports that instant).
+// appendTime writes t as seconds since 1970 and nanoseconds: a count of
+// nanoseconds alone holds only the years 1678 to 2262, and a report may
+// date a row 9999-12-31.
 func appendTime(b []byte, t time.Time) []byte {
-	if t.IsZero() {
-		return binary.AppendVarint(b, 0)
-	}
-	return binary.AppendVarint(b, t.UnixNano())
+	return binary.AppendUvarint(binary.AppendVarint(b, t.Unix()), uint64(t.Nanosecond()))
 }
 
 // decoder reads back what Spill wrote; the first error sticks.
@@ -440,8 +438,12 @@ func (d *decoder) shared() string {
 }
 
 func (d *decoder) time() time.Time {
-	if ns := d.varint(); ns != 0 {
-		return time.Unix(0, ns).UTC()
+	sec := d.varint()
+	ns, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return time.Time{}
 	}
-	return time.Time{}
+	d.b = d.b[n:]
+	return time.Unix(sec, int64(ns)).UTC()
 }

@@ -91,3 +91,40 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 		s.Close()
 	}
 }
+
+// A time comes back as it went in, beyond the years a count of
+// nanoseconds since 1970 holds (1678 to 2262): a report may date a row
+// 9999-12-31, and a wrong time there moves it across a cutoff.
+func TestASpillKeepsEveryTime(t *testing.T) {
+	times := []time.Time{{}, time.Unix(0, 0).UTC(), time.Unix(-1, 500).UTC(),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(1000, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(2262, 4, 12, 0, 0, 0, 0, time.UTC), time.Date(1677, 9, 21, 0, 0, 0, 0, time.UTC)}
+	s, err := NewSpill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := ledgerdb.ScopedEffect{Effect: reconcile.Effect{Key: "r:charge:1", Provider: "stripe", Step: "charge", Status: reconcile.StatusAttempted}}
+	if err := s.Effect(&e); err != nil {
+		t.Fatal(err)
+	}
+	for i, at := range times {
+		rec := reconcile.Evidence{Provider: "stripe", Kind: reconcile.KindCharge, TxID: "ch_1", EffectKey: e.Key, Time: at, Line: i + 2}
+		if err := s.Record(&rec, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sum ledgerdb.MatchSummary
+	if err := s.Cut(10, &sum); err != nil || sum.Partitions != 1 {
+		t.Fatalf("Cut: %+v, %v", sum, err)
+	}
+	p, err := s.Partition(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, at := range times {
+		if got := p.Evidence[i].Time; got != at {
+			t.Errorf("record %d: time %v read back as %v", i, at, got)
+		}
+	}
+}
