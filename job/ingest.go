@@ -57,7 +57,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 		sinks[i] = rejected.Collect(i)
 	}
 	write := func(ctx context.Context, i int, o *ingest.Options, ready func() error) error {
-		in, res, err := j.persist(ctx, srcs[i], hashes[i], o, sinks[i], ready)
+		in, res, err := j.persist(ctx, srcs[i], hashes[i], o, sinks[i], ready, true)
 		if err != nil {
 			return err
 		}
@@ -161,7 +161,7 @@ func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options
 	if check {
 		return ingest.Read(ctx, src, opt, c)
 	}
-	in, _, err := j.persist(ctx, src, "", opt, c, nil)
+	in, _, err := j.persist(ctx, src, "", opt, c, nil, false)
 	return in, err
 }
 
@@ -171,7 +171,9 @@ func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options
 // content's hash when the caller knows it, else "". Rejected rows also go to
 // c, for the report. ready, when set, is asked once the input has been read
 // whole, before its transaction commits; its error rolls the input back.
-func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink, ready func() error) (*ingest.Input, *ledgerdb.IngestResult, error) {
+// keep asks the store to keep the records for this run's matching
+// (ledgerdb.IngestParams.Keep).
+func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink, ready func() error, keep bool) (*ingest.Input, *ledgerdb.IngestResult, error) {
 	if hash == "" && src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
@@ -191,7 +193,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 		return nil, nil, err
 	}
 	var input *ingest.Input
-	res, err := j.Store.SourceIngest(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag},
+	res, err := j.Store.SourceIngest(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag, Keep: keep},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			var err error
 			input, err = ingest.Read(ctx, src, opt, teeRejected{w, c})

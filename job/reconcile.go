@@ -80,7 +80,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 		return nil, err
 	}
 	kept := m.sorted()
-	j.log().Debug("partitions matched", "partitions", sum.Partitions, "effects", sum.Effects, "records", sum.Records, "spilled_mb", sum.Spilled>>20,
+	j.log().Debug("partitions matched", "partitions", sum.Partitions, "effects", sum.Effects, "records", sum.Records, "records_kept", sum.Kept, "spilled_mb", sum.Spilled>>20,
 		"matching", m.matching.Round(time.Millisecond), "reading_and_recording", (j.now().Sub(start) - m.matching).Round(time.Millisecond))
 	done()
 	var acts, total atomic.Int64

@@ -109,7 +109,10 @@ type MatchSummary struct {
 	Partitions int
 	Effects    int // effects in scope
 	Records    int // evidence records read: the run's own and earlier ones
-	Confirmed  int // attempted effects that are now confirmed
+	// Kept is how many of Records are the run's own, taken as its ingest
+	// wrote them (IngestParams.Keep), not read back.
+	Kept      int
+	Confirmed int // attempted effects that are now confirmed
 	// Spilled is how many bytes the partitions took on disk (Spill), at
 	// most twice that while they were cut.
 	Spilled int64

@@ -23,6 +23,10 @@ type IngestParams struct {
 	URI   string
 	ETag  string
 	RunID string
+	// Keep asks the store to keep what a run's matching reads of the
+	// source's records, as written, for the next PartitionMatch whose
+	// Sources name it: that run need not read them back.
+	Keep bool
 }
 
 // IngestResult says how SourceIngest ended.

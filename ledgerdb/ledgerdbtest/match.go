@@ -493,3 +493,122 @@ func testRenewWhileMatching(e *env) {
 		return nil
 	})
 }
+
+// A run's own records come to its partitions as its ingest wrote them
+// (IngestParams.Keep), without reading them back, and exactly as they
+// would have been read back: times at the ledger's precision, the
+// source's URI, webhook or not by its format, only the kinds that link.
+// Content ingested again writes nothing and keeps nothing; what was kept
+// is taken once, by the first matching, which drops what it does not take;
+// a store that did not ingest reads back.
+func testMatchTakesTheRunsRecordsAsIngested(e *env) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)
+	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{
+		charge("r:charge:1", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("r:charge:2", "stripe", "charge", reconcile.StatusConfirmed, "pi_2", t0),
+		charge("r:refund:3", "adyen", "refund", reconcile.StatusConfirmed, "MOD3", t0),
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	ev := func(id string, kind reconcile.Kind, at time.Time) reconcile.Evidence {
+		return reconcile.Evidence{Provider: "stripe", TxID: id, Kind: kind, RawKind: "x", Amount: reconcile.Money{Minor: -1000, Currency: "EUR"},
+			Time: at, Description: "d", Metadata: map[string]string{"k": "v"}, Raw: "raw " + id}
+	}
+	ingest := func(store ledgerdb.Store, hash, uri, format string, keep bool, evs []reconcile.Evidence) *ledgerdb.IngestResult {
+		e.t.Helper()
+		res, err := store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: uri, Keep: keep}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			for i := range evs {
+				evs[i].URI, evs[i].Line = "as the parser named it", 2*i+7
+				if err := w.Evidence(&evs[i]); err != nil {
+					return nil, err
+				}
+			}
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: format, Hash: hash, Rows: len(evs), Evidence: len(evs)}}, nil
+		})
+		if err != nil {
+			e.t.Fatalf("SourceIngest(%s) = %+v, %v", hash, res, err)
+		}
+		return res
+	}
+	old := ingest(e.another(), "h_old", "old.csv", "stripe-itemized", false, []reconcile.Evidence{
+		func() reconcile.Evidence {
+			x := ev("ch_1", reconcile.KindCharge, t0)
+			x.EffectKey = "r:charge:1"
+			return x
+		}()})
+	report := []reconcile.Evidence{
+		func() reconcile.Evidence {
+			x := ev("ch_1", reconcile.KindCharge, t0)
+			x.EffectKey = "r:charge:1"
+			return x
+		}(),
+		func() reconcile.Evidence {
+			x := ev("ch_2", reconcile.KindCharge, time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC))
+			x.PaymentIntent, x.Pending = "pi_2", true
+			return x
+		}(),
+		ev("ch_9", reconcile.KindCharge, time.Time{}),
+		func() reconcile.Evidence {
+			x := ev("re_8", reconcile.KindRefund, time.Unix(-1, 999999999).UTC())
+			x.ParentTxID, x.Failed, x.Amount.Currency = "ch_2", true, "jpy"
+			return x
+		}(),
+		ev("fee_1", reconcile.KindFee, t0), // links to nothing: not matched
+		func() reconcile.Evidence {
+			x := ev("MOD3", reconcile.KindRefund, t0.Add(time.Microsecond+999*time.Nanosecond))
+			x.Provider, x.ParentEffectKey, x.EffectKey = "adyen", "r:charge:1", "r:refund:3 ünïcode"
+			return x
+		}(),
+	}
+	fresh := ingest(e.store, "h_report", "s3://bucket/report.csv", "stripe-itemized", true, report)
+	hooks := ingest(e.store, "h_hooks", "hooks.jsonl", "stripe-webhooks", true, []reconcile.Evidence{ev("ch_1", reconcile.KindCharge, t0.Add(time.Second))})
+	if again := ingest(e.store, "h_report", "again.csv", "stripe-itemized", true, report); !again.Duplicate {
+		e.t.Fatalf("the same content again: %+v, want a duplicate", again)
+	}
+	stale := ingest(e.store, "h_stale", "stale.csv", "stripe-itemized", true, []reconcile.Evidence{ev("ch_7", reconcile.KindCharge, t0)})
+	match := func(store ledgerdb.Store, sources ...int64) ([]*ledgerdb.Partition, *ledgerdb.MatchSummary) {
+		e.t.Helper()
+		var parts []*ledgerdb.Partition
+		sum, err := store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_k", Sources: sources, Kinds: stepKinds,
+			WebhookFormats: []string{"stripe-webhooks"}}, func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+			for _, rs := range [][]reconcile.Evidence{p.Evidence, p.Earlier} {
+				sort.Slice(rs, func(i, j int) bool { return rs[i].URI+fmt.Sprint(rs[i].Line) < rs[j].URI+fmt.Sprint(rs[j].Line) })
+			}
+			parts = append(parts, p)
+			return nil, nil
+		})
+		if err != nil {
+			e.t.Fatalf("PartitionMatch: %v", err)
+		}
+		return parts, sum
+	}
+	readBack, readSum := match(e.another(), fresh.SourceID, hooks.SourceID)
+	kept, keptSum := match(e.store, fresh.SourceID, hooks.SourceID)
+	again, againSum := match(e.store, fresh.SourceID, hooks.SourceID)
+	staleParts, staleSum := match(e.store, stale.SourceID)
+	var staleRead int
+	for _, p := range staleParts {
+		staleRead += len(p.Evidence)
+	}
+	if readSum.Kept != 0 || keptSum.Kept != 6 || againSum.Kept != 0 || staleSum.Kept != 0 || staleRead != 1 {
+		e.t.Fatalf("records taken as ingested: %d by a store that did not ingest, %d by the one that did, %d by it again, %d of %d of a source kept "+
+			"but not taken by the first matching; want 0, 6 (the linking kinds), 0, 0 of 1", readSum.Kept, keptSum.Kept, againSum.Kept, staleSum.Kept, staleRead)
+	}
+	var n int
+	for _, p := range readBack {
+		n += len(p.Evidence)
+		for _, r := range p.Earlier {
+			if r.URI != "old.csv" {
+				e.t.Errorf("earlier record %+v: want only source %d's", r, old.SourceID)
+			}
+		}
+	}
+	if n != 6 {
+		e.t.Fatalf("read back %d of the run's records, want 6: %+v", n, readBack)
+	}
+	for _, got := range [][]*ledgerdb.Partition{kept, again} {
+		if diff := cmp.Diff(readBack, got); diff != "" {
+			e.t.Fatalf("partitions (-read back +as ingested):\n%s", diff)
+		}
+	}
+}

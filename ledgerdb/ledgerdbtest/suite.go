@@ -94,6 +94,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"MatchPartitionsGiveEffectsAsTheMatcherReadsThem", testMatchPartitionsGiveEffectsAsTheMatcherReadsThem},
 		{"MatchPartitionsAreBounded", testMatchPartitionsAreBounded},
 		{"MatchPartitionsRecordConfirmations", testMatchPartitionsRecordConfirmations},
+		{"MatchTakesTheRunsRecordsAsIngested", testMatchTakesTheRunsRecordsAsIngested},
 		{"RenewWhileMatching", testRenewWhileMatching},
 	}
 	for _, tc := range tests {

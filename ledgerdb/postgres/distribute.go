@@ -119,7 +119,7 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 		return nil, nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), strs: map[string]string{}, staged: p.RunID}
+	m := &matching{conn: conn, p: p, now: s.now(), strs: map[string]string{}, kept: s.kept, staged: p.RunID}
 	defer m.close()
 	defer func() {
 		if err := s.unstage(context.WithoutCancel(ctx), p.RunID); err != nil && d.Log != nil {

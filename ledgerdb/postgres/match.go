@@ -49,7 +49,7 @@ func (s *Store) PartitionMatch(ctx context.Context, p *ledgerdb.MatchParams, mat
 		return nil, fmt.Errorf("match run %s: %w", p.RunID, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	m := &matching{conn: conn, p: p, now: s.now(), strs: map[string]string{}}
+	m := &matching{conn: conn, p: p, now: s.now(), strs: map[string]string{}, kept: s.kept}
 	sum, err := m.run(ctx, s, match)
 	m.close()
 	if err != nil {
@@ -64,6 +64,7 @@ type matching struct {
 	p    *ledgerdb.MatchParams
 	now  time.Time
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	kept *driver.Kept      // what this store's ingests kept of the run's records
 	// spill holds the run's partitions, as prepare cut them.
 	spill *driver.Spill
 	// staged is the run id when the partitions are read from the run's
@@ -212,7 +213,8 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 }
 
 // cut reads every effect in scope (from the query scope) and every record
-// into a Spill, which cuts them into partitions.
+// into a Spill, which cuts them into partitions: the run's own records as
+// its ingest kept them, when it did, else from the ledger.
 func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope string, sources []int64, linkKinds []string) error {
 	spill, err := driver.NewSpill()
 	if err != nil {
@@ -237,6 +239,14 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope st
 		return err
 	}
 	origins, err := m.origins(ctx)
+	if err != nil {
+		return err
+	}
+	taken, sources := m.kept.Take(sources)
+	sum.Kept, err = spill.AddKept(taken, linkKinds, func(id int64) (string, bool, bool) {
+		o, ok := origins[id]
+		return o.uri, o.webhook, ok
+	})
 	if err != nil {
 		return err
 	}

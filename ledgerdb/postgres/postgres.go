@@ -45,7 +45,8 @@ func migrations() fs.FS {
 type Store struct {
 	pool  *pgxpool.Pool
 	now   func() time.Time
-	where string // the URL without its password, for messages
+	where string       // the URL without its password, for messages
+	kept  *driver.Kept // shared with the store forWorkers makes
 }
 
 // A Store writes sources in parallel and distributes partitions: the run
@@ -76,7 +77,7 @@ func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) 
 		// pgx lists every address it tried on lines of their own; keep one line.
 		return nil, fmt.Errorf("ledger %s: cannot connect: %s", where, strings.Join(strings.Fields(err.Error()), " "))
 	}
-	return &Store{pool: pool, now: cfg.Clock(), where: where}, nil
+	return &Store{pool: pool, now: cfg.Clock(), where: where, kept: &driver.Kept{}}, nil
 }
 
 // ParallelWrites implements ledgerdb.ParallelWriter: each source is written
@@ -86,6 +87,7 @@ func (s *Store) ParallelWrites() {}
 // Close releases the pool.
 func (s *Store) Close() error {
 	s.pool.Close()
+	s.kept.Close()
 	return nil
 }
 

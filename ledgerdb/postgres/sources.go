@@ -33,7 +33,11 @@ func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.So
 // COPYs beyond sqlc.
 func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	keep, err := s.kept.Keep(p, time.Microsecond)
+	if err != nil {
+		return nil, err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES ($1, nullif($2, ''), nullif($3, ''), $4) RETURNING id`,
 			p.URI, p.ETag, p.RunID, s.now()).Scan(&res.SourceID); err != nil {
 			return err
@@ -41,7 +45,7 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		id := res.SourceID
 		stream, wait := copyInto(ctx, tx, "evidence", evidenceCopyCols)
 		w := &evidenceWriter{stream: stream, source: id}
-		cw := driver.Cover(w, time.Microsecond)
+		cw := driver.Cover(keep.Over(w), time.Microsecond)
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()
 		if err == nil {
@@ -71,7 +75,9 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		}
 		return err
 	})
-	return driver.Ingested(p, res, err)
+	res, err = driver.Ingested(p, res, err)
+	s.kept.Done(keep, res, err)
+	return res, err
 }
 
 func nullTime(t time.Time) any {

@@ -49,7 +49,8 @@ func (s *Store) PartitionMatch(ctx context.Context, p *ledgerdb.MatchParams, mat
 		return nil, err
 	}
 	defer conn.Close()
-	m := &matching{s: s, conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{}}
+	m := &matching{s: s, conn: conn, p: p, now: ts(s.now()), uris: map[int64]string{}, hook: map[int64]bool{}, strs: map[string]string{},
+		kept: &s.kept}
 	defer conn.ExecContext(context.WithoutCancel(ctx), matchTeardown)
 	sum, err := m.run(ctx, match)
 	if m.spill != nil {
@@ -70,6 +71,7 @@ type matching struct {
 	uris map[int64]string  // source id → URI, of every source a record comes from
 	hook map[int64]bool    // the sources whose records are webhook events
 	strs map[string]string // the providers, kinds and currencies seen, so that each is stored once
+	kept *driver.Kept      // what this store's ingests kept of the run's records
 	// spill holds the run's partitions, as prepare cut them.
 	spill *driver.Spill
 }
@@ -144,13 +146,13 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return m.cut(ctx, sum, matchEffects+from, records, sources, linkKinds)
+	return m.cut(ctx, sum, matchEffects+from, records, linkKinds)
 }
 
 // cut reads every effect in scope (the query scope) and every record (the
-// query records, of the run's sources and the kinds that link) into a
-// Spill, which cuts them into partitions.
-func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, records, sources, linkKinds string) error {
+// run's own as its ingest kept them, when it did, and the query records,
+// of the kinds that link) into a Spill, which cuts them into partitions.
+func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, records, linkKinds string) error {
 	spill, err := driver.NewSpill()
 	if err != nil {
 		return err
@@ -188,7 +190,15 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, r
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	rows, err = m.conn.QueryContext(ctx, records, sources, linkKinds)
+	taken, read := m.kept.Take(m.p.Sources)
+	sum.Kept, err = spill.AddKept(taken, m.p.LinkKinds(), func(id int64) (string, bool, bool) {
+		uri, ok := m.uris[id]
+		return uri, m.hook[id], ok
+	})
+	if err != nil {
+		return err
+	}
+	rows, err = m.conn.QueryContext(ctx, records, jsonList(m.p.Sources), linkKinds, jsonList(read))
 	if err != nil {
 		return err
 	}

@@ -54,10 +54,11 @@ WHERE (e.status <> 'abandoned' AND st.final IS NOT TRUE)
 
 	matchRecordCols = `ev.source_id, ev.line, ev.provider, ev.kind, ev.tx_id, ev.amount_minor, ev.currency, ev.occurred_at,
   ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id`
-	// matchRecords reads the run's records, and matchEarlier the earlier
-	// ones that name an effect in scope (in m_eff).
+	// matchRecords reads the run's records (?3: of its sources, those
+	// whose ingest kept none), and matchEarlier the earlier ones (not of
+	// the run's sources, ?1) that name an effect in scope (in m_eff).
 	matchRecords = `SELECT 1 AS mine, ` + matchRecordCols + `
-FROM evidence ev WHERE ev.source_id IN (SELECT value FROM json_each(?1)) AND ev.kind IN (SELECT value FROM json_each(?2))`
+FROM evidence ev WHERE ev.source_id IN (SELECT value FROM json_each(?3)) AND ev.kind IN (SELECT value FROM json_each(?2))`
 	matchEarlier = `SELECT 0, ` + matchRecordCols + `
 FROM evidence ev WHERE ev.rowid IN (
   SELECT rowid FROM evidence WHERE effect_key <> '' AND effect_key IN (SELECT key FROM m_eff)

@@ -31,7 +31,11 @@ func (s *Store) SourceFind(ctx context.Context, hash, etag string) (*ledgerdb.So
 // Hand-written: the hot bulk insert path, its evidence INSERT built for n rows at run time and prepared once per source.
 func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
 	res := &ledgerdb.IngestResult{}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	keep, err := s.kept.Keep(p, time.Millisecond) // timeFormat's precision
+	if err != nil {
+		return nil, err
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := tx.QueryRowContext(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES (?, nullif(?, ''), nullif(?, ''), ?) RETURNING id`,
 			p.URI, p.ETag, p.RunID, ts(s.now())).Scan(&res.SourceID); err != nil {
 			return err
@@ -84,7 +88,7 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 				}
 				return nil
 			})
-		cw := driver.Cover(b, time.Millisecond) // timeFormat's precision
+		cw := driver.Cover(keep.Over(b), time.Millisecond)
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()
 		if err != nil {
@@ -102,7 +106,9 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		}
 		return err
 	})
-	return driver.Ingested(p, res, err)
+	res, err = driver.Ingested(p, res, err)
+	s.kept.Done(keep, res, err)
+	return res, err
 }
 
 // rowsPerInsert is how many evidence rows one INSERT writes.

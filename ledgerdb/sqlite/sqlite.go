@@ -56,6 +56,7 @@ type Store struct {
 	where     string
 	path      string
 	writeWait time.Duration // see WriteWait
+	kept      driver.Kept
 }
 
 var _ ledgerdb.Store = (*Store)(nil)
@@ -111,7 +112,10 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 }
 
 // Close closes the file.
-func (s *Store) Close() error { return errors.Join(s.db.Close(), s.renewals.Close()) }
+func (s *Store) Close() error {
+	s.kept.Close()
+	return errors.Join(s.db.Close(), s.renewals.Close())
+}
 
 // SchemaCheck implements ledgerdb.Store.
 func (s *Store) SchemaCheck(ctx context.Context) error {

@@ -40,10 +40,7 @@ type Spill struct {
 	off     []int64 // after Cut: where each partition starts, and the end
 	count   int
 	rows    [][3]int // after Cut: each partition's rows of each kind, to size its slices
-	// Strings that repeat across rows (a provider, a kind, a status, a
-	// URI) are written as their number in shared.
-	shared []string
-	number map[string]uint64
+	shared  strtab
 	// Effects and Records count what was added.
 	Effects, Records int
 }
@@ -74,7 +71,7 @@ func NewSpill() (*Spill, error) {
 		return nil, err
 	}
 	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), vf: vf, vw: bufio.NewWriterSize(vf, 1<<20), lf: lf, lw: bufio.NewWriterSize(lf, 1<<16),
-		router: matcher.NewRouter(0), number: map[string]uint64{}, share: joinShare}, nil
+		router: matcher.NewRouter(0), share: joinShare}, nil
 }
 
 func tempFile() (*os.File, error) {
@@ -169,7 +166,7 @@ func (s *Spill) Effect(e *ledgerdb.ScopedEffect) error {
 	s.Effects++
 	b := append(s.buf[:0], spillEffect)
 	for _, v := range [...]string{e.Provider, e.Step, string(e.Status), string(e.State)} {
-		b = s.appendShared(b, v)
+		b = s.shared.append(b, v)
 	}
 	for _, v := range [...]string{e.Key, e.ExternalID, string(e.Request)} {
 		b = appendString(b, v)
@@ -189,8 +186,34 @@ func (s *Spill) Record(e *reconcile.Evidence, mine bool) error {
 	if mine {
 		b[0] = spillMine
 	}
-	for _, v := range [...]string{e.URI, e.Provider, string(e.Kind), e.Amount.Currency} {
-		b = s.appendShared(b, v)
+	return s.add(s.shared.appendRecord(s.shared.append(b, e.URI), e))
+}
+
+// strtab numbers the strings that repeat across rows (a provider, a kind,
+// a status, a URI): a row holds the number.
+type strtab struct {
+	strs   []string
+	number map[string]uint64
+}
+
+func (t *strtab) append(b []byte, v string) []byte {
+	n, ok := t.number[v]
+	if !ok {
+		if t.number == nil {
+			t.number = map[string]uint64{}
+		}
+		n = uint64(len(t.strs))
+		t.number[v] = n
+		t.strs = append(t.strs, v)
+	}
+	return binary.AppendUvarint(b, n)
+}
+
+// appendRecord writes what a partition holds of a record but its URI;
+// decoder.record reads it back.
+func (t *strtab) appendRecord(b []byte, e *reconcile.Evidence) []byte {
+	for _, v := range [...]string{e.Provider, string(e.Kind), e.Amount.Currency} {
+		b = t.append(b, v)
 	}
 	for _, v := range [...]string{e.TxID, e.EffectKey, e.ParentEffectKey, e.PaymentIntent, e.ParentTxID} {
 		b = appendString(b, v)
@@ -198,18 +221,7 @@ func (s *Spill) Record(e *reconcile.Evidence, mine bool) error {
 	b = binary.AppendVarint(b, int64(e.Line))
 	b = binary.AppendVarint(b, e.Amount.Minor)
 	b = appendTime(b, e.Time)
-	b = append(b, bit(e.Pending)|bit(e.Failed)<<1|bit(e.Webhook)<<2)
-	return s.add(b)
-}
-
-func (s *Spill) appendShared(b []byte, v string) []byte {
-	n, ok := s.number[v]
-	if !ok {
-		n = uint64(len(s.shared))
-		s.number[v] = n
-		s.shared = append(s.shared, v)
-	}
-	return binary.AppendUvarint(b, n)
+	return append(b, bit(e.Pending)|bit(e.Failed)<<1|bit(e.Webhook)<<2)
 }
 
 // Cut routes what was added into partitions of about size effects
@@ -328,7 +340,7 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 	n := s.rows[i]
 	p := &ledgerdb.Partition{Index: i, Count: s.count, Effects: sized[ledgerdb.ScopedEffect](n[spillEffect]),
 		Evidence: sized[reconcile.Evidence](n[spillMine]), Earlier: sized[reconcile.Evidence](n[spillEarlier])}
-	d := decoder{b: b, table: s.shared}
+	d := decoder{b: b, table: s.shared.strs}
 	for len(d.b) > 0 && d.err == nil {
 		switch kind := d.byte(); kind {
 		case spillEffect:
@@ -340,11 +352,8 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 			p.Effects = append(p.Effects, e)
 		case spillMine, spillEarlier:
 			var e reconcile.Evidence
-			e.URI, e.Provider, e.Kind, e.Amount.Currency = d.shared(), d.shared(), reconcile.Kind(d.shared()), d.shared()
-			e.TxID, e.EffectKey, e.ParentEffectKey, e.PaymentIntent, e.ParentTxID = d.string(), d.string(), d.string(), d.string(), d.string()
-			e.Line, e.Amount.Minor, e.Time = int(d.varint()), d.varint(), d.time()
-			flags := d.byte()
-			e.Pending, e.Failed, e.Webhook = flags&1 != 0, flags&2 != 0, flags&4 != 0
+			e.URI = d.shared()
+			d.record(&e)
 			if kind == spillMine {
 				p.Evidence = append(p.Evidence, e)
 			} else {
@@ -389,7 +398,7 @@ func appendTime(b []byte, t time.Time) []byte {
 // decoder reads back what Spill wrote; the first error sticks.
 type decoder struct {
 	b     []byte
-	table []string // Spill.shared
+	table []string // strtab.strs
 	err   error
 }
 
@@ -435,6 +444,15 @@ func (d *decoder) shared() string {
 	}
 	d.b = d.b[w:]
 	return d.table[n]
+}
+
+// record reads what strtab.appendRecord wrote.
+func (d *decoder) record(e *reconcile.Evidence) {
+	e.Provider, e.Kind, e.Amount.Currency = d.shared(), reconcile.Kind(d.shared()), d.shared()
+	e.TxID, e.EffectKey, e.ParentEffectKey, e.PaymentIntent, e.ParentTxID = d.string(), d.string(), d.string(), d.string(), d.string()
+	e.Line, e.Amount.Minor, e.Time = int(d.varint()), d.varint(), d.time()
+	flags := d.byte()
+	e.Pending, e.Failed, e.Webhook = flags&1 != 0, flags&2 != 0, flags&4 != 0
 }
 
 func (d *decoder) time() time.Time {

@@ -1,0 +1,201 @@
+package driver
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+)
+
+// Kept holds, for each source a store ingested with IngestParams.Keep,
+// what a run's matching reads of its records, as the ledger stored them,
+// in a temporary file: the run that ingested them takes them (Take) and
+// need not read them back. A store holds one; several ingests may add to
+// it at once.
+type Kept struct {
+	mu      sync.Mutex
+	sources map[int64]*Keeping
+}
+
+// Keeping is the writer of one source's ingest: it passes every row on
+// and, when the ingest asked for it, writes each record's part to its
+// file.
+type Keeping struct {
+	ledgerdb.SourceWriter
+	precision time.Duration
+	f         *os.File // nil when nothing is kept
+	w         *bufio.Writer
+	tab       strtab
+	buf       []byte
+	id        int64
+}
+
+// Keep begins an ingest's keeping: nothing unless p.Keep, else its
+// records with their times cut to the precision the ledger stores them at,
+// as Cover does. Done ends it.
+func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping, error) {
+	kw := &Keeping{precision: precision}
+	if p.Keep {
+		f, err := tempFile()
+		if err != nil {
+			return nil, err
+		}
+		kw.f, kw.w = f, bufio.NewWriterSize(f, 1<<18)
+	}
+	return kw, nil
+}
+
+// Over returns the writer of the ingest: w, keeping what it is given
+// when the ingest asked for it.
+func (kw *Keeping) Over(w ledgerdb.SourceWriter) ledgerdb.SourceWriter {
+	if kw.f == nil {
+		return w
+	}
+	kw.SourceWriter = w
+	return kw
+}
+
+// Evidence implements ledgerdb.SourceWriter.
+func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
+	r := *e
+	r.Time, r.Webhook = e.Time.UTC().Truncate(kw.precision), false
+	b := kw.tab.appendRecord(kw.buf[:0], &r)
+	kw.buf = b
+	var n [binary.MaxVarintLen64]byte
+	if _, err := kw.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); err != nil {
+		return err
+	}
+	if _, err := kw.w.Write(b); err != nil {
+		return err
+	}
+	return kw.SourceWriter.Evidence(e)
+}
+
+// Done ends the ingest: what was kept goes to k when the ingest wrote the
+// source (err nil, res not a duplicate), else it is dropped.
+func (k *Kept) Done(kw *Keeping, res *ledgerdb.IngestResult, err error) {
+	if kw.f == nil {
+		return
+	}
+	if err == nil && !res.Duplicate {
+		err = kw.w.Flush()
+	}
+	if err != nil || res.Duplicate {
+		kw.f.Close()
+		return
+	}
+	kw.id = res.SourceID
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sources == nil {
+		k.sources = map[int64]*Keeping{}
+	}
+	k.sources[kw.id] = kw
+}
+
+// Take returns the sources among ids that k keeps, and the ids it does
+// not keep, in the order of ids, and drops everything else k kept: a
+// source is the run's own only for the run that ingested it (a run that
+// ended before its matching kept some), and one that is not kept is read
+// back.
+func (k *Kept) Take(ids []int64) (taken []*Keeping, rest []int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rest = []int64{}
+	for _, id := range ids {
+		if kw, ok := k.sources[id]; ok {
+			taken = append(taken, kw)
+			delete(k.sources, id)
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	k.drop()
+	return taken, rest
+}
+
+// Close drops everything kept.
+func (k *Kept) Close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.drop()
+}
+
+func (k *Kept) drop() {
+	for id, kw := range k.sources {
+		kw.f.Close()
+		delete(k.sources, id)
+	}
+}
+
+// AddKept adds to s the records of the sources taken, of the kinds that
+// link, as the run's own, each with the URI and webhook flag that origin
+// gives its source; it closes them, and returns how many it added.
+func (s *Spill) AddKept(taken []*Keeping, linkKinds []string, origin func(source int64) (uri string, webhook bool, ok bool)) (int, error) {
+	var n int
+	var err error
+	for _, kw := range taken {
+		if err == nil {
+			var added int
+			added, err = s.addKept(kw, linkKinds, origin)
+			n += added
+		}
+		kw.f.Close()
+	}
+	return n, err
+}
+
+func (s *Spill) addKept(kw *Keeping, linkKinds []string, origin func(int64) (string, bool, bool)) (int, error) {
+	uri, webhook, ok := origin(kw.id)
+	if !ok {
+		return 0, fmt.Errorf("kept records of source %d, which the manifest does not hold", kw.id)
+	}
+	end, err := kw.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(kw.f, 0, end), 1<<18)
+	links := map[reconcile.Kind]bool{}
+	for _, k := range linkKinds {
+		links[reconcile.Kind(k)] = true
+	}
+	var n int
+	for {
+		l, err := binary.ReadUvarint(r)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		kw.buf = slices.Grow(kw.buf[:0], int(l))[:l]
+		if _, err := io.ReadFull(r, kw.buf); err != nil {
+			return n, err
+		}
+		var e reconcile.Evidence
+		d := decoder{b: kw.buf, table: kw.tab.strs}
+		d.record(&e)
+		if d.err == nil && len(d.b) > 0 {
+			d.err = errors.New("row longer than its record")
+		}
+		if d.err != nil {
+			return n, fmt.Errorf("kept records of source %d: %w", kw.id, d.err)
+		}
+		if !links[e.Kind] {
+			continue
+		}
+		e.URI, e.Webhook = uri, webhook
+		if err := s.Record(&e, true); err != nil {
+			return n, err
+		}
+		n++
+	}
+}
