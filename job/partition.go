@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,12 +16,19 @@ import (
 	"reconcile/report"
 )
 
-// partitionMatch classifies a run one partition at a time. Confirmed
-// effects are handed back to the ledger at once, and forgotten; the other
-// findings (a few percent) are kept for the actions and the result.
+// partitionMatch classifies a run partition by partition, several at
+// once. Confirmed effects are handed back to the ledger at once, and
+// forgotten; the other findings (a few percent) are kept for the actions
+// and the result.
 type partitionMatch struct {
 	in         matcher.Input // the cutoffs, scope and paging thresholds
 	log        *slog.Logger
+	linked     func()           // called when the first partition comes: the ledger has linked the evidence
+	now        func() time.Time // the run's clock
+	first      sync.Once        // of linked
+	done       atomic.Int64     // partitions matched, for the progress line
+	count      atomic.Int64
+	mu         sync.Mutex // over what the partitions add to, below
 	kept       []reconcile.Discrepancy
 	unlinked   map[txName]bool      // the kept unexpected transactions that link to no effect in scope
 	created    map[string]time.Time // when each kept finding's effect was created
@@ -28,11 +36,7 @@ type partitionMatch struct {
 	confirmed  int
 	volume     map[volumeKey]*report.Volume // confirmed money per provider, currency and kind
 	outOfScope int
-	done       atomic.Int64 // partitions matched, for the progress line
-	count      atomic.Int64
-	linked     func()           // called when the first partition comes: the ledger has linked the evidence
-	now        func() time.Time // the run's clock
-	matching   time.Duration    // spent classifying, as opposed to reading and recording
+	matching   time.Duration // spent classifying, as opposed to reading and recording
 }
 
 // match classifies one partition and returns the confirmations to record:
@@ -40,10 +44,10 @@ type partitionMatch struct {
 // nothing left to write. A confirmed compensation is kept instead, since
 // the actions may yet escalate it.
 func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
-	if part.Index == 0 && m.linked != nil {
-		m.linked()
+	if m.linked != nil {
+		m.first.Do(m.linked)
 	}
-	defer func(t time.Time) { m.matching += m.now().Sub(t) }(m.now())
+	start := m.now()
 	m.count.Store(int64(part.Count))
 	in := m.in
 	in.Effects = make([]matcher.Effect, len(part.Effects))
@@ -58,6 +62,9 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	}
 	in.Evidence = append(part.Evidence, part.Earlier...)
 	found := matcher.Match(&in)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer func() { m.matching += m.now().Sub(start) }()
 	for _, i := range found.Unlinked {
 		if m.unlinked == nil {
 			m.unlinked = map[txName]bool{}

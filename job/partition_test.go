@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -302,6 +303,7 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 	var got []reconcile.Discrepancy
 	unlinked := map[txName]bool{}
 	outOfScope := 0
+	var mu sync.Mutex // match is called from several goroutines
 	_, err = store.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: size},
 		func(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			pin := in
@@ -311,6 +313,8 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 			}
 			pin.Evidence = append(part.Evidence, part.Earlier...)
 			res := matcher.Match(&pin)
+			mu.Lock()
+			defer mu.Unlock()
 			for _, i := range res.Unlinked {
 				unlinked[nameOf(&res.Discrepancies[i].Transactions[0])] = true
 			}

@@ -82,7 +82,7 @@ type Store interface {
 	// each provider and kind, with the latest time of its records.
 	CoverageList(ctx context.Context, sourceIDs []int64) ([]CoverageEnd, error)
 	// PartitionMatch prepares the matching of a run inside the ledger and
-	// hands it to match one partition at a time. The effects a run
+	// hands it to match partition by partition. The effects a run
 	// classifies (its scope) are every effect not finally reconciled and
 	// not abandoned, and every effect
 	// whose key or external id the run's evidence names (a late duplicate
@@ -99,9 +99,10 @@ type Store interface {
 	// are read in a compact form: no raw row, metadata, description, raw
 	// kind, fee or source hash.
 	//
-	// match is called once per partition, in order, one call at a time
-	// (not necessarily on the caller's goroutine): a driver may read the
-	// next partition and record the last while match classifies one. The
+	// match is called once per partition, on goroutines of the driver's,
+	// several at once (one per processor, driver.Pipeline): it must be safe
+	// for concurrent use. A driver reads the next partition and records the
+	// last while match classifies some. The
 	// confirmations match returns are recorded as the matching goes on,
 	// one transaction per partition, and all of them by the time
 	// PartitionMatch returns: each effect's state becomes confirmed and

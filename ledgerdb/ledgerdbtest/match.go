@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,9 +52,14 @@ func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb
 // each partition held; match, when set, answers for each.
 func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partition) []ledgerdb.Confirmation) ([]*ledgerdb.Partition, *ledgerdb.MatchSummary) {
 	e.t.Helper()
-	var parts []*ledgerdb.Partition
+	var (
+		mu    sync.Mutex // match is called from several goroutines
+		parts []*ledgerdb.Partition
+	)
 	sum, err := e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, Kinds: stepKinds, PartitionSize: size},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			parts = append(parts, p)
 			if match == nil {
 				return nil, nil
@@ -63,6 +69,7 @@ func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partiti
 	if err != nil {
 		e.t.Fatalf("PartitionMatch: %v", err)
 	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Index < parts[j].Index })
 	return parts, sum
 }
 
@@ -568,9 +575,14 @@ func testMatchTakesTheRunsRecordsAsIngested(e *env) {
 	stale := ingest(e.store, "h_stale", "stale.csv", "stripe-itemized", true, []reconcile.Evidence{ev("ch_7", reconcile.KindCharge, t0)})
 	match := func(store ledgerdb.Store, sources ...int64) ([]*ledgerdb.Partition, *ledgerdb.MatchSummary) {
 		e.t.Helper()
-		var parts []*ledgerdb.Partition
+		var (
+			mu    sync.Mutex
+			parts []*ledgerdb.Partition
+		)
 		sum, err := store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_k", Sources: sources, Kinds: stepKinds,
 			WebhookFormats: []string{"stripe-webhooks"}}, func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			for _, rs := range [][]reconcile.Evidence{p.Evidence, p.Earlier} {
 				sort.Slice(rs, func(i, j int) bool { return rs[i].URI+fmt.Sprint(rs[i].Line) < rs[j].URI+fmt.Sprint(rs[j].Line) })
 			}
@@ -580,6 +592,7 @@ func testMatchTakesTheRunsRecordsAsIngested(e *env) {
 		if err != nil {
 			e.t.Fatalf("PartitionMatch: %v", err)
 		}
+		sort.Slice(parts, func(i, j int) bool { return parts[i].Index < parts[j].Index })
 		return parts, sum
 	}
 	readBack, readSum := match(e.another(), fresh.SourceID, hooks.SourceID)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"golang.org/x/sync/errgroup"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -82,9 +81,9 @@ type read struct {
 	confirmed []ledgerdb.Confirmation
 }
 
-// run links, then reads, matches and records the partitions as a pipeline
-// of three goroutines with a partition between each: memory holds a few
-// partitions at most.
+// run links, then reads, matches and records the partitions
+// (driver.Pipeline), reading on m.conn and recording on a connection of
+// its own.
 func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	sum := &ledgerdb.MatchSummary{}
 	if err := m.prepare(ctx, sum); err != nil {
@@ -98,54 +97,25 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if _, err := w.Exec(ctx, matchWriterSetup); err != nil {
 		return nil, err
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	reads, matched := make(chan *read), make(chan *read, 1)
-	g.Go(func() error {
-		defer close(reads)
-		for i := range sum.Partitions {
+	err = driver.Pipeline(ctx, sum.Partitions,
+		func(ctx context.Context, i int) (*read, error) {
 			r := &read{part: &ledgerdb.Partition{Index: i, Count: sum.Partitions}, fresh: map[string]bool{}}
-			if err := m.read(gctx, m.conn, r); err != nil {
-				return err
-			}
-			select {
-			case reads <- r:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		defer close(matched)
-		for r := range reads {
+			return r, m.read(ctx, m.conn, r)
+		},
+		func(r *read) (*read, error) {
 			var err error
-			if r.confirmed, err = match(r.part); err != nil {
-				return err
-			}
+			r.confirmed, err = match(r.part)
 			r.part = nil
-			select {
-			case matched <- r:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		return nil
-	})
-	g.Go(func() error {
-		for r := range matched {
-			var n int
-			err := pgx.BeginFunc(gctx, w, func(tx pgx.Tx) (err error) {
-				n, err = m.record(gctx, tx, r.confirmed, r.fresh)
+			return r, err
+		},
+		func(ctx context.Context, r *read) error {
+			return pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
+				n, err := m.record(ctx, tx, r.confirmed, r.fresh)
+				sum.Confirmed += n
 				return err
 			})
-			if err != nil {
-				return err
-			}
-			sum.Confirmed += n
-		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
+		})
+	if err != nil {
 		return nil, err
 	}
 	return sum, nil

@@ -76,25 +76,35 @@ type matching struct {
 	spill *driver.Spill
 }
 
+// run links, then reads, matches and records the partitions
+// (driver.Pipeline), recording on m.conn.
 func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) (*ledgerdb.MatchSummary, error) {
 	sum := &ledgerdb.MatchSummary{}
 	if err := m.prepare(ctx, sum); err != nil {
 		return nil, err
 	}
-	for i := range sum.Partitions {
-		part, err := m.spill.Partition(i)
-		if err != nil {
-			return nil, err
-		}
-		confs, err := match(part)
-		if err != nil {
-			return nil, err
-		}
-		n, err := m.record(ctx, confs)
-		if err != nil {
-			return nil, err
-		}
-		sum.Confirmed += n
+	type work struct {
+		part      *ledgerdb.Partition
+		confirmed []ledgerdb.Confirmation
+	}
+	err := driver.Pipeline(ctx, sum.Partitions,
+		func(_ context.Context, i int) (*work, error) {
+			part, err := m.spill.Partition(i)
+			return &work{part: part}, err
+		},
+		func(w *work) (*work, error) {
+			var err error
+			w.confirmed, err = match(w.part)
+			w.part = nil
+			return w, err
+		},
+		func(ctx context.Context, w *work) error {
+			n, err := m.record(ctx, w.confirmed)
+			sum.Confirmed += n
+			return err
+		})
+	if err != nil {
+		return nil, err
 	}
 	return sum, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,10 +176,15 @@ func TestIngestWhileARunMatches(t *testing.T) {
 	dir := t.TempDir()
 	holding, release := filepath.Join(dir, "holding"), filepath.Join(dir, "release")
 	var ingest interface{ Wait() error }
-	parts := 0
+	var (
+		mu    sync.Mutex // match is called from several goroutines
+		parts int
+	)
 	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{res.SourceID},
 		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}, PartitionSize: 100},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			if parts++; parts == 1 { // the ingest starts while the run matches, and holds the ledger
 				cmd, start, _ := startChild(t, childSpec{Path: path, Op: "ingest", URI: "other", Rows: 1000, Holding: holding, Release: release})
 				start.Close()
