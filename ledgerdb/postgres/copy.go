@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -174,12 +173,10 @@ func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
 		text(e.Provider).text(e.TxID).text(string(e.Kind)).text(e.RawKind).int8(e.Amount.Minor).text(e.Amount.Currency).
 		int8(e.Fee).timestamptz(e.Time).bool(e.Pending).bool(e.Failed).
 		text(e.EffectKey).text(e.ParentEffectKey).text(e.PaymentIntent).text(e.ParentTxID).text(e.Description)
-	if len(e.Metadata) > 0 {
-		md, err := json.Marshal(e.Metadata)
-		if err != nil {
-			return err
-		}
-		b = b.text(string(md))
+	if len(e.Metadata) > 0 { // its length, once written
+		at := len(b)
+		b = driver.AppendMetadata(append(b, 0, 0, 0, 0), e.Metadata)
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	} else {
 		b = b.null()
 	}

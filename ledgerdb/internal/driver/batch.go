@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reconcile/ledgerdb"
@@ -46,10 +45,7 @@ func (b *Batcher) Evidence(e *reconcile.Evidence) error {
 	b.seq++
 	var md []byte
 	if len(e.Metadata) > 0 {
-		var err error
-		if md, err = json.Marshal(e.Metadata); err != nil {
-			return err
-		}
+		md = AppendMetadata(nil, e.Metadata)
 	}
 	cp := *e
 	b.evidence = append(b.evidence, SeqEvidence{Seq: b.seq, Evidence: &cp, Metadata: md})
