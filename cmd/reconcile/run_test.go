@@ -265,6 +265,46 @@ func testRunWithAnUnreadableInputChangesNothing(t *testing.T, migrated func(*tes
 	}
 }
 
+// The same content under two names in one run is ingested once, as the
+// first input named (the second is reported as already ingested, with the
+// first's account), and matched as its one copy would be.
+func testRunReadsTheSameContentOnce(t *testing.T, migrated func(*testing.T) string) {
+	for range 3 { // which copy is written must not depend on which is read faster
+		ledger := migrated(t)
+		seedLedger(t, ledger)
+		first := writeFile(t, "a.itemized.csv", settlement)
+		copied := writeFile(t, "b.itemized.csv", settlement)
+		code, r, errOut := runJSON(t, "--ledger", ledger, first, copied)
+		if code != exitPerson {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if len(r.Inputs) != 2 || r.Inputs[0].URI != first || r.Inputs[0].AlreadyIngested || !r.Inputs[1].AlreadyIngested ||
+			r.Inputs[0].Evidence == 0 || r.Inputs[1].Evidence != r.Inputs[0].Evidence {
+			t.Fatalf("inputs %+v: want the first written, the copy found in the manifest with the first's account", r.Inputs)
+		}
+		want := map[string]int{"confirmed": 2, "duplicated": 1, "missing": 1, "pending": 1, "mismatched": 1, "unexpected": 1, "deferred": 0, "escalated": 1}
+		if diff := cmp.Diff(want, r.Counts); diff != "" {
+			t.Fatalf("counts (-one copy's +got):\n%s", diff)
+		}
+	}
+}
+
+func TestRunReadsTheSameContentOnce(t *testing.T) {
+	t.Parallel()
+	testRunReadsTheSameContentOnce(t, migratedSQLite)
+}
+
+func TestRunReadsTheSameContentOnceOnPostgres(t *testing.T) {
+	t.Parallel()
+	testRunReadsTheSameContentOnce(t, func(t *testing.T) string {
+		url := pgtest.Schema(t)
+		if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
+			t.Fatal(errOut)
+		}
+		return url
+	})
+}
+
 func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	testRunWithAnUnreadableInputChangesNothing(t, migratedSQLite)
