@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,4 +347,70 @@ func jsonOf(ds []reconcile.Discrepancy) []string {
 		out = append(out, string(b))
 	}
 	return out
+}
+
+// The run's matching takes partitions on several goroutines at once (the
+// driver's Pipeline, on a machine with processors to spare): matching the
+// same partitions four at a time keeps what one at a time keeps. Under
+// -race this also finds a finding kept without the lock.
+func TestPartitionsMatchedAtOnceKeepWhatOneAtATimeKeeps(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 8 {
+		w := randomLedgerWorld(r)
+		store := ledgerdbtest.New(t, "sqlite").Open(t, nil)
+		ctx := context.Background()
+		run := w.load(t, store)
+		var (
+			mu    sync.Mutex
+			parts []*ledgerdb.Partition
+		)
+		if _, err := store.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: 2},
+			func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				parts = append(parts, p)
+				return nil, nil
+			}); err != nil {
+			t.Fatal(err)
+		}
+		cover, err := store.CoverageList(ctx, []int64{run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends := map[matcher.Coverage]time.Time{}
+		for _, c := range cover {
+			ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = c.End
+		}
+		scope, cutoff := matcher.Window(ends, time.Time{}, time.Hour)
+		newMatch := func() *partitionMatch {
+			return &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: map[string]int64{"EUR": 500}},
+				created: map[string]time.Time{}, since: map[string]time.Time{}, log: slog.New(slog.DiscardHandler), now: time.Now}
+		}
+		one, four := newMatch(), newMatch()
+		var confOne, confFour atomic.Int64
+		for _, p := range parts {
+			c, _ := one.match(p)
+			confOne.Add(int64(len(c)))
+		}
+		work := make(chan *ledgerdb.Partition)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for p := range work {
+					c, _ := four.match(p)
+					confFour.Add(int64(len(c)))
+				}
+			})
+		}
+		for _, p := range parts {
+			work <- p
+		}
+		close(work)
+		wg.Wait()
+		if diff := cmp.Diff(jsonOf(one.sorted()), jsonOf(four.sorted())); diff != "" || confOne.Load() != confFour.Load() ||
+			one.confirmed != four.confirmed || one.outOfScope != four.outOfScope || !cmp.Equal(one.volumes(), four.volumes()) ||
+			!cmp.Equal(one.created, four.created) || !cmp.Equal(one.since, four.since) || !cmp.Equal(one.unlinked, four.unlinked) {
+			t.Fatalf("world %d, %d partitions: four at a time differ from one at a time (-one +four):\n%s", i, len(parts), diff)
+		}
+	}
 }

@@ -9,10 +9,12 @@ import (
 )
 
 // Pipeline works a run's count partitions: read gives each, in order;
-// match classifies them, several at once (one per processor, at most
-// maxMatching); record takes each once matched, one at a time, in the
-// order they are matched. Memory holds a few partitions at most: one read
-// ahead, those being matched, one matched and one being recorded.
+// match classifies them, several at once where there are processors for
+// it (one per processor but one, which the reading and recording and the
+// database keep busy; at most maxMatching); record takes each once
+// matched, one at a time, in the order they are matched. Memory holds a
+// few partitions at most: one read ahead, those being matched, one matched
+// and one being recorded.
 func Pipeline[P any](ctx context.Context, count int, read func(ctx context.Context, i int) (P, error), match func(P) (P, error),
 	record func(ctx context.Context, p P) error) error {
 	g, gctx := errgroup.WithContext(ctx)
@@ -33,7 +35,7 @@ func Pipeline[P any](ctx context.Context, count int, read func(ctx context.Conte
 		return nil
 	})
 	var matching sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), maxMatching, max(count, 1)) {
+	for range max(1, min(runtime.GOMAXPROCS(0)-1, maxMatching, count)) {
 		matching.Add(1)
 		g.Go(func() error {
 			defer matching.Done()
