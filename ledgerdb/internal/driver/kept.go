@@ -36,6 +36,7 @@ type Keeping struct {
 	tab       strtab
 	buf       []byte
 	id        int64
+	err       error // the first write to f that failed
 }
 
 // Keep begins an ingest's keeping: nothing unless p.Keep, else its
@@ -64,17 +65,18 @@ func (kw *Keeping) Over(w ledgerdb.SourceWriter) ledgerdb.SourceWriter {
 }
 
 // Evidence implements ledgerdb.SourceWriter.
+// A record that cannot be kept (the temporary folder full) fails nothing:
+// the source is then not kept, and its run reads it back.
 func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
-	r := *e
-	r.Time, r.Webhook = e.Time.UTC().Truncate(kw.precision), false
-	b := kw.tab.appendRecord(kw.buf[:0], &r)
-	kw.buf = b
-	var n [binary.MaxVarintLen64]byte
-	if _, err := kw.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); err != nil {
-		return err
-	}
-	if _, err := kw.w.Write(b); err != nil {
-		return err
+	if kw.err == nil {
+		r := *e
+		r.Time, r.Webhook = e.Time.UTC().Truncate(kw.precision), false
+		b := kw.tab.appendRecord(kw.buf[:0], &r)
+		kw.buf = b
+		var n [binary.MaxVarintLen64]byte
+		if _, kw.err = kw.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); kw.err == nil {
+			_, kw.err = kw.w.Write(b)
+		}
 	}
 	return kw.SourceWriter.Evidence(e)
 }
@@ -85,10 +87,10 @@ func (k *Kept) Done(kw *Keeping, res *ledgerdb.IngestResult, err error) {
 	if kw.f == nil {
 		return
 	}
-	if err == nil && !res.Duplicate {
-		err = kw.w.Flush()
+	if err == nil && !res.Duplicate && kw.err == nil {
+		kw.err = kw.w.Flush()
 	}
-	if err != nil || res.Duplicate {
+	if err != nil || res.Duplicate || kw.err != nil {
 		kw.f.Close()
 		return
 	}
