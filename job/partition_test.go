@@ -283,11 +283,11 @@ func TestPartitionedMatchEqualsOneMatch(t *testing.T) {
 	})
 }
 
-// checkPartitioned loads w and matches it partition by partition and as one.
-func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size int) {
-	ctx := context.Background()
-	run := w.load(t, store)
-	cover, err := store.CoverageList(ctx, []int64{run})
+// inputOf is the matcher's input for a run over the source run: its
+// window, from the source's coverage (ends), and a paging threshold.
+func inputOf(t *testing.T, store ledgerdb.Store, run int64) (matcher.Input, map[matcher.Coverage]time.Time) {
+	t.Helper()
+	cover, err := store.CoverageList(context.Background(), []int64{run})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,14 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 		ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = c.End
 	}
 	scope, cutoff := matcher.Window(ends, time.Time{}, time.Hour)
-	in := matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: map[string]int64{"EUR": 500}}
+	return matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: map[string]int64{"EUR": 500}}, ends
+}
+
+// checkPartitioned loads w and matches it partition by partition and as one.
+func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size int) {
+	ctx := context.Background()
+	run := w.load(t, store)
+	in, ends := inputOf(t, store, run)
 	want := w.oneMatch(t, store, run, in)
 	if _, evidence, _, err := store.SourceGetRows(ctx, run); err != nil || !cmp.Equal(matcher.Ends(evidence), ends) {
 		t.Fatalf("Coverage = %v, the evidence's ends are %v (%v)", ends, matcher.Ends(evidence), err)
@@ -306,7 +313,7 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 	unlinked := map[txName]bool{}
 	outOfScope := 0
 	var mu sync.Mutex // match is called from several goroutines
-	_, err = store.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: size},
+	_, err := store.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{run}, Kinds: matcher.StepKinds(), PartitionSize: size},
 		func(part *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			pin := in
 			for _, e := range part.Effects {
@@ -373,18 +380,9 @@ func TestPartitionsMatchedAtOnceKeepWhatOneAtATimeKeeps(t *testing.T) {
 			}); err != nil {
 			t.Fatal(err)
 		}
-		cover, err := store.CoverageList(ctx, []int64{run})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ends := map[matcher.Coverage]time.Time{}
-		for _, c := range cover {
-			ends[matcher.Coverage{Provider: c.Provider, Kind: c.Kind}] = c.End
-		}
-		scope, cutoff := matcher.Window(ends, time.Time{}, time.Hour)
+		in, _ := inputOf(t, store, run)
 		newMatch := func() *partitionMatch {
-			return &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: map[string]int64{"EUR": 500}},
-				created: map[string]time.Time{}, since: map[string]time.Time{}, log: slog.New(slog.DiscardHandler), now: time.Now}
+			return &partitionMatch{in: in, created: map[string]time.Time{}, since: map[string]time.Time{}, log: slog.New(slog.DiscardHandler), now: time.Now}
 		}
 		one, four := newMatch(), newMatch()
 		var confOne, confFour atomic.Int64

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"reconcile/ledgerdb/postgres/pgtest"
 )
 
 // A mistyped ledger path once created a new, empty SQLite ledger (its
@@ -42,6 +44,16 @@ func TestRunNeverCreatesAnExplicitLedger(t *testing.T) {
 
 // migratedSQLite returns the URL of a new SQLite ledger, made as a person
 // makes one: with `reconcile migrate`.
+// migratedPostgres returns a migrated PostgreSQL ledger in a schema of its own.
+func migratedPostgres(t *testing.T) string {
+	t.Helper()
+	url := pgtest.Schema(t)
+	if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
+		t.Fatalf("migrate exited %d: %s", code, errOut)
+	}
+	return url
+}
+
 func migratedSQLite(t *testing.T) string {
 	t.Helper()
 	url := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")

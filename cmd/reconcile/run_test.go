@@ -296,13 +296,7 @@ func TestRunReadsTheSameContentOnce(t *testing.T) {
 
 func TestRunReadsTheSameContentOnceOnPostgres(t *testing.T) {
 	t.Parallel()
-	testRunReadsTheSameContentOnce(t, func(t *testing.T) string {
-		url := pgtest.Schema(t)
-		if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
-			t.Fatal(errOut)
-		}
-		return url
-	})
+	testRunReadsTheSameContentOnce(t, migratedPostgres)
 }
 
 func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
@@ -312,13 +306,7 @@ func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 
 func TestRunWithAnUnreadableInputChangesNothingOnPostgres(t *testing.T) {
 	t.Parallel()
-	testRunWithAnUnreadableInputChangesNothing(t, func(t *testing.T) string {
-		url := pgtest.Schema(t)
-		if code, _, errOut := reconcileCmd(t, "migrate", "--ledger", url); code != 0 {
-			t.Fatal(errOut)
-		}
-		return url
-	})
+	testRunWithAnUnreadableInputChangesNothing(t, migratedPostgres)
 }
 
 // Without anything for a person, a run exits 0, even with planned repairs.
