@@ -100,9 +100,9 @@ type Store interface {
 	// kind, fee or source hash.
 	//
 	// match is called once per partition, on goroutines of the driver's,
-	// several at once (one per processor, driver.Pipeline): it must be safe
-	// for concurrent use. A driver reads the next partition and records the
-	// last while match classifies some. The
+	// several at once (one per processor but one, driver.Pipeline): it
+	// must be safe for concurrent use. A driver reads the next partition
+	// and records the last while match classifies some. The
 	// confirmations match returns are recorded as the matching goes on,
 	// one transaction per partition, and all of them by the time
 	// PartitionMatch returns: each effect's state becomes confirmed and

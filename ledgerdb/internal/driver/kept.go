@@ -70,7 +70,7 @@ func (kw *Keeping) Over(w ledgerdb.SourceWriter) ledgerdb.SourceWriter {
 func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
 	if kw.err == nil {
 		r := *e
-		r.Time, r.Webhook = e.Time.UTC().Truncate(kw.precision), false
+		r.Time = e.Time.UTC().Truncate(kw.precision)
 		b := kw.tab.appendRecord(kw.buf[:0], &r)
 		kw.buf = b
 		var n [binary.MaxVarintLen64]byte
@@ -142,12 +142,16 @@ func (k *Kept) drop() {
 // link, as the run's own, each with the URI and webhook flag that origin
 // gives its source; it closes them, and returns how many it added.
 func (s *Spill) AddKept(taken []*Keeping, linkKinds []string, origin func(source int64) (uri string, webhook bool, ok bool)) (int, error) {
+	links := map[reconcile.Kind]bool{}
+	for _, k := range linkKinds {
+		links[reconcile.Kind(k)] = true
+	}
 	var n int
 	var err error
 	for _, kw := range taken {
 		if err == nil {
 			var added int
-			added, err = s.addKept(kw, linkKinds, origin)
+			added, err = s.addKept(kw, links, origin)
 			n += added
 		}
 		kw.f.Close()
@@ -155,7 +159,7 @@ func (s *Spill) AddKept(taken []*Keeping, linkKinds []string, origin func(source
 	return n, err
 }
 
-func (s *Spill) addKept(kw *Keeping, linkKinds []string, origin func(int64) (string, bool, bool)) (int, error) {
+func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(int64) (string, bool, bool)) (int, error) {
 	uri, webhook, ok := origin(kw.id)
 	if !ok {
 		return 0, fmt.Errorf("kept records of source %d, which the manifest does not hold", kw.id)
@@ -165,10 +169,6 @@ func (s *Spill) addKept(kw *Keeping, linkKinds []string, origin func(int64) (str
 		return 0, err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(kw.f, 0, end), 1<<18)
-	links := map[reconcile.Kind]bool{}
-	for _, k := range linkKinds {
-		links[reconcile.Kind(k)] = true
-	}
 	var n int
 	for {
 		l, err := binary.ReadUvarint(r)

@@ -8,7 +8,7 @@ import (
 // AppendMetadata appends a record's metadata as JSON, byte for byte as
 // json.Marshal writes it (keys sorted; <, > and & escaped, as are control
 // characters, U+2028, U+2029 and bytes that are not UTF-8), at a fraction
-// of its cost: it was a tenth of a night's ingest in the run's profile.
+// of its cost: json.Marshal was 7% of a 1M run's CPU in its profile.
 // A string with anything to escape goes through json.Marshal itself.
 func AppendMetadata(b []byte, m map[string]string) []byte {
 	if m == nil {
