@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -35,7 +36,7 @@ type ingested struct {
 // waits for the largest. Where the ledger takes several writers at once
 // (ledgerdb.ParallelWriter) the others are written while the largest is;
 // elsewhere after it.
-func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (*ingested, error) {
+func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (_ *ingested, err error) {
 	defer j.phase("ingest")()
 	hashes := make([]string, len(srcs))
 	fresh := make([]bool, len(srcs))
@@ -50,14 +51,25 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			first = i
 		}
 	}
+	var bytes int64
+	for i, src := range srcs {
+		if fresh[i] {
+			bytes += max(src.Size, 0)
+		}
+	}
+	build, err := j.deferIndexes(ctx, bytes)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, build()) }()
 	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs))}
 	rejected := &RejectedList{}
 	sinks := make([]*RejectedSink, len(srcs))
 	for i := range srcs {
 		sinks[i] = rejected.Collect(i)
 	}
-	write := func(ctx context.Context, i int, o *ingest.Options, ready func() error) error {
-		in, res, err := j.persist(ctx, srcs[i], hashes[i], o, sinks[i], ready, true)
+	write := func(ctx context.Context, i int, read reading, ready func() error) error {
+		in, res, err := j.persist(ctx, srcs[i], hashes[i], read, sinks[i], ready, true)
 		if err != nil {
 			return err
 		}
@@ -93,7 +105,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			o := *opt
 			stop := j.ingestProgress("ingesting", srcs[first], &o)
 			defer stop()
-			if err := write(gctx, first, &o, wait(checked)); err != nil {
+			if err := write(gctx, first, readSource(gctx, srcs[first], &o), wait(checked)); err != nil {
 				return err
 			}
 			close(written)
@@ -111,6 +123,16 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			return func() {}
 		}
 	}
+	// What the others' checks read is spooled, and written from there.
+	checkedIn := make([]*ingest.Input, len(srcs))
+	spools := make([]*ingest.Spool, len(srcs))
+	defer func() {
+		for _, s := range spools {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
 	g.Go(func() error {
 		for i := range srcs {
 			if i == first || !fresh[i] {
@@ -118,12 +140,18 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			}
 			o := *opt
 			stop := progress("checking", i, &o)
-			in, err := ingest.Read(gctx, srcs[i], &o, Discard{})
+			spool, err := ingest.NewSpool()
+			if err != nil {
+				stop()
+				return err
+			}
+			spools[i] = spool
+			checkedIn[i], err = ingest.Read(gctx, srcs[i], &o, spool)
 			stop()
 			if err != nil {
 				return err
 			}
-			hashes[i] = in.Hash
+			hashes[i] = checkedIn[i].Hash
 		}
 		close(checked)
 		if _, ok := j.Store.(ledgerdb.ParallelWriter); !ok {
@@ -135,11 +163,8 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			if i == first {
 				continue
 			}
-			o := *opt
-			stop := progress("ingesting", i, &o)
-			err := write(gctx, i, &o, wait(written))
-			stop()
-			if err != nil {
+			replay := func(s ingest.Sink) (*ingest.Input, error) { return checkedIn[i], spools[i].Replay(s) }
+			if err := write(gctx, i, replay, wait(written)); err != nil {
 				return err
 			}
 		}
@@ -161,8 +186,47 @@ func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options
 	if check {
 		return ingest.Read(ctx, src, opt, c)
 	}
-	in, _, err := j.persist(ctx, src, "", opt, c, nil, false)
-	return in, err
+	build, err := j.deferIndexes(ctx, max(src.Size, 0))
+	if err != nil {
+		return nil, err
+	}
+	in, _, err := j.persist(ctx, src, "", readSource(ctx, src, opt), c, nil, false)
+	return in, errors.Join(err, build())
+}
+
+// deferIndexes builds the evidence indexes an earlier large ingest left
+// deferred, then defers them for an ingest of bytes of new input when
+// the ledger finds that worth it (ledgerdb.Store.IndexesDefer), and
+// returns what builds them again after it, however it ended.
+func (j *Job) deferIndexes(ctx context.Context, bytes int64) (build func() error, err error) {
+	build = func() error { return nil }
+	pending, err := j.Store.IndexesBuild(ctx)
+	if err != nil {
+		return build, err
+	}
+	if len(pending) > 0 {
+		j.log().Warn("evidence indexes left dropped by a large ingest that did not end: queries are slower until the tables' owner builds them (reconcile migrate does)",
+			"indexes", pending)
+		return build, nil
+	}
+	deferred, err := j.Store.IndexesDefer(ctx, bytes)
+	if err != nil || !deferred {
+		return build, err
+	}
+	return func() error {
+		start := j.now()
+		_, err := j.Store.IndexesBuild(context.WithoutCancel(ctx))
+		j.log().Debug("evidence indexes built after the ingest", "elapsed", j.now().Sub(start).Round(time.Millisecond), "error", err)
+		return err
+	}, nil
+}
+
+// reading reads a source into a Sink.
+type reading func(ingest.Sink) (*ingest.Input, error)
+
+// readSource reads src with ingest.Read.
+func readSource(ctx context.Context, src ingest.Source, opt *ingest.Options) reading {
+	return func(s ingest.Sink) (*ingest.Input, error) { return ingest.Read(ctx, src, opt, s) }
 }
 
 // persist ingests one source into the ledger, unless its content is there
@@ -173,7 +237,7 @@ func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options
 // whole, before its transaction commits; its error rolls the input back.
 // keep asks the store to keep the records for this run's matching
 // (ledgerdb.IngestParams.Keep).
-func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *ingest.Options, c *RejectedSink, ready func() error, keep bool) (*ingest.Input, *ledgerdb.IngestResult, error) {
+func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, read reading, c *RejectedSink, ready func() error, keep bool) (*ingest.Input, *ledgerdb.IngestResult, error) {
 	if hash == "" && src.Local() {
 		var err error
 		if hash, err = src.Hash(ctx); err != nil {
@@ -196,7 +260,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, opt *
 	res, err := j.Store.SourceIngest(ctx, &ledgerdb.IngestParams{URI: src.URI, ETag: src.ETag, Keep: keep},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			var err error
-			input, err = ingest.Read(ctx, src, opt, teeRejected{w, c})
+			input, err = read(teeRejected{w, c})
 			if err == nil && ready != nil {
 				err = ready()
 			}
@@ -328,12 +392,3 @@ func (c *RejectedSink) reset() {
 	defer l.mu.Unlock()
 	l.rows[c.i], l.unlisted[c.i] = nil, 0
 }
-
-// Discard drops what a read gives: a read for the content's hash alone.
-type Discard struct{}
-
-// Evidence drops e.
-func (Discard) Evidence(*reconcile.Evidence) error { return nil }
-
-// Reject drops r.
-func (Discard) Reject(*reconcile.Rejected) error { return nil }

@@ -160,6 +160,19 @@ type Store interface {
 	// all), and only those with p.Status when it is set.
 	RunList(ctx context.Context, p *RunsParams) ([]reconcile.Run, error)
 
+	// IndexesDefer drops the evidence table's indexes before an ingest of
+	// bytes of new input (0: not known), when that input adds more records
+	// than the ledger holds (driver.BuildIndexesAfter), the store's role
+	// owns the table and no other session is using it; it says whether it
+	// did. Their definitions stay in the ledger until IndexesBuild builds
+	// them again, so that a process that dies in between leaves them to
+	// the next. Without them every query gives what it gave, more slowly.
+	IndexesDefer(ctx context.Context, bytes int64) (bool, error)
+	// IndexesBuild builds every index IndexesDefer dropped, and returns
+	// the names of those it could not build, its role not owning the
+	// table (none otherwise). SchemaMigrate builds them too.
+	IndexesBuild(ctx context.Context) (pending []string, err error)
+
 	// SchemaMigrate applies every pending migration, in order, in one transaction,
 	// and returns those it applied: none the second time. Two processes that
 	// migrate at once serialize.

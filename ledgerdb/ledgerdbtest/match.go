@@ -27,9 +27,15 @@ func (e *env) ingestEvidence(hash, uri string, evs []reconcile.Evidence) int64 {
 	return e.ingestResult(hash, uri, evs).SourceID
 }
 
-// ingestResult is ingestEvidence's SourceIngest's result.
+// ingestResult is ingestEvidence's SourceIngest's result. Each source
+// goes in as a large input would, its indexes deferred and built after
+// it, so that the matching finds earlier evidence through rebuilt ones.
 func (e *env) ingestResult(hash, uri string, evs []reconcile.Evidence) *ledgerdb.IngestResult {
 	e.t.Helper()
+	if _, err := e.store.IndexesDefer(e.ctx, largeInput); err != nil {
+		e.t.Fatal(err)
+	}
+	defer e.buildIndexes()
 	res, err := e.store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: uri}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 		for i := range evs {
 			evs[i].URI = uri

@@ -171,6 +171,70 @@ func testIngestFailureRollsBackEverything(e *env) {
 	}
 }
 
+// largeInput is an input size that has a store defer its indexes in a
+// ledger of fewer than two million records.
+const largeInput = 1 << 30
+
+// buildIndexes builds the indexes deferred, and fails when any is left.
+func (e *env) buildIndexes() {
+	e.t.Helper()
+	if pending, err := e.store.IndexesBuild(e.ctx); err != nil || len(pending) > 0 {
+		e.t.Fatalf("IndexesBuild = %q, %v", pending, err)
+	}
+}
+
+// The indexes are deferred for an input that adds more records than the
+// ledger holds, not for one of unknown size or one smaller than that, nor
+// twice; whoever builds them, evidence written meanwhile is found by the
+// values they serve (the drivers' own tests compare the indexes with the
+// migrated ones).
+func testIndexesDeferredForALargeInput(e *env) {
+	deferIndexes := func(bytes int64, want bool) {
+		e.t.Helper()
+		if got, err := e.store.IndexesDefer(e.ctx, bytes); err != nil || got != want {
+			e.t.Fatalf("IndexesDefer(%d) = %v, %v; want %v", bytes, got, err, want)
+		}
+	}
+	ingest := func(hash string) {
+		e.t.Helper()
+		if res, err := e.ingest(e.store, hash, 100, nil, 0); err != nil || res.Duplicate {
+			e.t.Fatalf("ingest %s = %+v, %v", hash, res, err)
+		}
+	}
+	deferIndexes(largeInput, true)  // an empty ledger
+	deferIndexes(largeInput, false) // deferred already
+	ingest("h1")
+	if pending, err := e.another().IndexesBuild(e.ctx); err != nil || len(pending) > 0 { // as the next process would
+		e.t.Fatalf("IndexesBuild by another handle = %q, %v", pending, err)
+	}
+	e.buildIndexes()             // nothing left
+	deferIndexes(0, false)       // of unknown size
+	deferIndexes(512*100, false) // as many records as the ledger holds, at 512 bytes each
+	ingest("h2")
+	deferIndexes(512*200+512, true) // one more than the 200 it holds
+	ingest("h3")
+	e.buildIndexes()
+	// Each source has a record naming run_1:charge:0 by key, one of
+	// transaction ch_1 and one of payment intent pi_2, found through the
+	// indexes by the effect of that key and those of those external ids.
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{
+		charge("run_1:charge:0", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+		charge("app:charge:1", "stripe", "charge", reconcile.StatusConfirmed, "ch_1", t0),
+		charge("app:charge:2", "stripe", "charge", reconcile.StatusConfirmed, "pi_2", t0),
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	sum, err := e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: []int64{}, Kinds: stepKinds, PartitionSize: 10},
+		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) { return nil, nil })
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if sum.Effects != 3 || sum.Records != 9 {
+		e.t.Errorf("matching after the ingests: %d effects and %d earlier records, want 3 and 9 (3 of each source)", sum.Effects, sum.Records)
+	}
+}
+
 // Two processes ingest the same content at once: one writes it, the other
 // is told it is a duplicate.
 func testConcurrentIngestOnce(e *env) {

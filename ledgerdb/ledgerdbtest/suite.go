@@ -73,6 +73,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"IngestSameContentTwiceAddsNothing", testIngestSameContentTwiceAddsNothing},
 		{"IngestFailureRollsBackEverything", testIngestFailureRollsBackEverything},
 		{"ConcurrentIngestOfOneSourceWritesItOnce", testConcurrentIngestOnce},
+		{"IndexesDeferredForALargeInput", testIndexesDeferredForALargeInput},
 		{"ScopeFollowsOpenEffectsAndNewEvidence", testScopeFollowsOpenEffectsAndNewEvidence},
 		{"FindingsConfirmAttemptedEffectsWithoutOverwritingTheApplication", testFindingsConfirmAttemptedEffects},
 		{"FindingsRoundTrip", testFindingsRoundTrip},

@@ -272,6 +272,21 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 		}
 	}
 	must("CheckSchema", s.SchemaCheck(ctx))
+	// The role does not own evidence: it keeps its indexes up, and leaves
+	// those the tables' owner deferred to it.
+	if ok, err := s.IndexesDefer(ctx, 1<<30); err != nil || ok {
+		t.Errorf("IndexesDefer as the job's role = %v, %v; want them kept", ok, err)
+	}
+	admin := open(t, g.adminURL, nil)
+	if ok, err := admin.IndexesDefer(ctx, 1<<30); err != nil || !ok {
+		t.Fatalf("IndexesDefer as the tables' owner = %v, %v", ok, err)
+	}
+	if pending, err := s.IndexesBuild(ctx); err != nil || len(pending) != 6 {
+		t.Errorf("IndexesBuild as the job's role = %q, %v; want the 6 left", pending, err)
+	}
+	if pending, err := admin.IndexesBuild(ctx); err != nil || len(pending) > 0 {
+		t.Fatalf("IndexesBuild as the tables' owner = %q, %v", pending, err)
+	}
 	_, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_1", Args: json.RawMessage(`{"apply": true}`)})
 	must("StartRun", err)
 	if _, err := s.SourceFind(ctx, "h1", "etag1"); !errors.Is(err, reconcile.ErrNotFound) {
@@ -400,7 +415,6 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	_, err = s.RunGet(ctx, "run_1")
 	must("Run", err)
 
-	admin := open(t, g.adminURL, nil)
 	for _, want := range []struct {
 		key    string
 		status reconcile.Status

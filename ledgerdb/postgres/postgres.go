@@ -144,6 +144,9 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 	if err == nil {
 		err = s.migrateRiver(ctx)
 	}
+	if err == nil { // deferred by a process that died before it built them
+		_, err = s.IndexesBuild(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
 	}

@@ -150,6 +150,9 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 			})
 		return err
 	})
+	if err == nil { // deferred by a process that died before it built them
+		_, err = s.IndexesBuild(ctx)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
 	}

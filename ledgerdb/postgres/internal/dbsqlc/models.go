@@ -20,6 +20,12 @@ type Claim struct {
 	SettledAt  *time.Time
 }
 
+type DeferredIndex struct {
+	Name       string
+	Definition string
+	DeferredAt time.Time
+}
+
 type Effect struct {
 	Key         string
 	RunID       string

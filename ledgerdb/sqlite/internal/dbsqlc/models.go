@@ -16,6 +16,12 @@ type Claim struct {
 	SettledAt  *string
 }
 
+type DeferredIndex struct {
+	Name       string
+	Definition string
+	DeferredAt string
+}
+
 type Effect struct {
 	Key         string
 	RunID       string

@@ -1,0 +1,98 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"reconcile/ledgerdb/postgres"
+	"reconcile/ledgerdb/postgres/pgtest"
+)
+
+// evidenceIndexes lists the evidence table's indexes as the catalog
+// defines them, with whether each is valid.
+func evidenceIndexes(t *testing.T, url string) []string {
+	t.Helper()
+	c := connect(t, url)
+	rows, err := c.Query(context.Background(), `SELECT pg_get_indexdef(i.indexrelid) || CASE WHEN i.indisvalid THEN '' ELSE ' (invalid)' END
+FROM pg_index i WHERE i.indrelid = 'evidence'::regclass ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []string
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, d)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return defs
+}
+
+// Indexes deferred by a process that then dies come back as the
+// migrations made them, whichever process builds them, and two that
+// build at once both succeed.
+func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	if _, err := s.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	migrated := evidenceIndexes(t, url)
+	if len(migrated) != 6 {
+		t.Fatalf("evidence has %d indexes after migrating, want 6: %q", len(migrated), migrated)
+	}
+	for round := range 2 {
+		if ok, err := s.IndexesDefer(ctx, 1<<30); err != nil || !ok {
+			t.Fatalf("IndexesDefer into an empty ledger = %v, %v; want them deferred", ok, err)
+		}
+		if got := evidenceIndexes(t, url); len(got) != 0 {
+			t.Fatalf("indexes while deferred: %q", got)
+		}
+		builders := []*postgres.Store{open(t, url, time.Now), open(t, url, time.Now)}[:round+1]
+		var wg sync.WaitGroup
+		for _, b := range builders {
+			wg.Go(func() {
+				if pending, err := b.IndexesBuild(ctx); err != nil || len(pending) > 0 {
+					t.Errorf("IndexesBuild = %q, %v", pending, err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := evidenceIndexes(t, url); !slices.Equal(got, migrated) {
+			t.Errorf("round %d: indexes built again:\n%q\nwant\n%q", round, got, migrated)
+		}
+	}
+}
+
+// Beside a session that reads the evidence, the indexes are kept: the
+// store does not wait for the table's lock.
+func TestIndexesAreNotDeferredBesideAReader(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	if _, err := s.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reader := connect(t, url)
+	tx, err := reader.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT count(*) FROM evidence`); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if ok, err := s.IndexesDefer(wctx, 1<<30); err != nil || ok {
+		t.Fatalf("IndexesDefer beside a reader = %v, %v; want them kept", ok, err)
+	}
+}

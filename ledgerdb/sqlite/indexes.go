@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"reconcile/ledgerdb/internal/driver"
+)
+
+// IndexesDefer implements ledgerdb.Store: the indexes a CREATE INDEX made
+// (not those of the primary key), their definitions as the schema keeps
+// them. Hand-written: DDL from the schema.
+func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
+	if bytes <= 0 {
+		return false, nil
+	}
+	deferred := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var (
+			rows  int64
+			ahead bool
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT coalesce(sum(evidence_count), 0) FROM source), EXISTS (SELECT 1 FROM deferred_index)`).
+			Scan(&rows, &ahead); err != nil {
+			return err
+		}
+		if ahead || !driver.BuildIndexesAfter(rows, bytes) {
+			return nil
+		}
+		names, err := texts(ctx, tx, `INSERT INTO deferred_index (name, definition, deferred_at)
+SELECT name, sql, ? FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'evidence' AND sql IS NOT NULL RETURNING name`, ts(s.now()))
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if _, err := tx.ExecContext(ctx, `DROP INDEX `+quote(name)); err != nil {
+				return err
+			}
+		}
+		deferred = len(names) > 0
+		return nil
+	})
+	return deferred, err
+}
+
+// IndexesBuild implements ledgerdb.Store.
+func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
+	return nil, s.inTx(ctx, func(tx *sql.Tx) error {
+		defs, err := texts(ctx, tx, `SELECT definition FROM deferred_index ORDER BY name`)
+		if err != nil || len(defs) == 0 {
+			return err
+		}
+		for _, def := range defs {
+			if _, err := tx.ExecContext(ctx, def); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM deferred_index`)
+		return err
+	})
+}
+
+// texts runs a query of one text column and returns its values.
+func texts(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// quote quotes an identifier.
+func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
