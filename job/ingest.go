@@ -30,8 +30,9 @@ type ingested struct {
 // cannot be read at all stops the run before it changes anything: the
 // largest new input is written in a transaction of its own, so that it is
 // parsed only once (a local file is hashed first, to find it in the
-// manifest), while every other new input is read once, writing nothing,
-// and then written. No transaction commits before every input has been
+// manifest), while every other new input is read once into a spool
+// (ingest.Spool), writing nothing, and then written from it. The
+// ledger may defer its indexes meanwhile (deferIndexes). No transaction commits before every input has been
 // read whole: the largest waits for the others' checks, and each other
 // waits for the largest. Where the ledger takes several writers at once
 // (ledgerdb.ParallelWriter) the others are written while the largest is;
@@ -163,8 +164,12 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			if i == first {
 				continue
 			}
-			replay := func(s ingest.Sink) (*ingest.Input, error) { return checkedIn[i], spools[i].Replay(s) }
-			if err := write(gctx, i, replay, wait(written)); err != nil {
+			o := *opt
+			read := readSource(gctx, srcs[i], &o) // not read: in the ledger already
+			if spools[i] != nil {
+				read = func(s ingest.Sink) (*ingest.Input, error) { return checkedIn[i], spools[i].Replay(s) }
+			}
+			if err := write(gctx, i, read, wait(written)); err != nil {
 				return err
 			}
 		}
