@@ -237,8 +237,9 @@ func readSource(ctx context.Context, src ingest.Source, opt *ingest.Options) rea
 // persist ingests one source into the ledger, unless its content is there
 // already, and returns its account and the ledger's result (of a source in
 // already, only its id in the manifest). hash is the
-// content's hash when the caller knows it, else "". Rejected rows also go to
-// c, for the report. ready, when set, is asked once the input has been read
+// content's hash when the caller knows it, else "". read gives its rows
+// (readSource, or a spool's replay); rejected rows also go to c, for the
+// report. ready, when set, is asked once the input has been read
 // whole, before its transaction commits; its error rolls the input back.
 // keep asks the store to keep the records for this run's matching
 // (ledgerdb.IngestParams.Keep).
