@@ -11,7 +11,8 @@ import (
 	"reconcile/ledgerdb/internal/driver"
 )
 
-// IndexesDefer implements ledgerdb.Store. It takes the table's lock
+// IndexesDefer implements ledgerdb.Store: every index of evidence but
+// those that enforce something (unique, or a constraint's). It takes the table's lock
 // without waiting: beside a reader, or another ingest, the indexes are
 // kept up as before. Hand-written: DDL from the catalog.
 func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
@@ -38,7 +39,7 @@ func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
 		var names []string
 		if err := tx.QueryRow(ctx, `WITH d AS (
   INSERT INTO deferred_index (name, definition, deferred_at)
-  SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid), $1 FROM pg_index i WHERE indrelid = 'evidence'::regclass
+  SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid), $1 FROM pg_index i WHERE indrelid = 'evidence'::regclass AND NOT indisunique
     AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
   RETURNING name)
 SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM d`, s.now()).Scan(&names); err != nil {

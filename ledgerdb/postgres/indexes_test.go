@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,8 @@ FROM pg_index i WHERE i.indrelid = 'evidence'::regclass ORDER BY 1`)
 
 // Indexes deferred by a process that then dies come back as the
 // migrations made them, whichever process builds them, and two that
-// build at once both succeed.
+// build at once both succeed. A unique index (a DBA's) is never dropped:
+// it enforces something.
 func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Schema(t)
@@ -45,16 +47,19 @@ func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 	if _, err := s.SchemaMigrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := connect(t, url).Exec(ctx, `CREATE UNIQUE INDEX evidence_row ON evidence (source_id, seq)`); err != nil {
+		t.Fatal(err)
+	}
 	migrated := evidenceIndexes(t, url)
-	if len(migrated) != 6 {
-		t.Fatalf("evidence has %d indexes after migrating, want 6: %q", len(migrated), migrated)
+	if len(migrated) != 7 {
+		t.Fatalf("evidence has %d indexes after migrating, want 6 and the unique one: %q", len(migrated), migrated)
 	}
 	for round := range 2 {
 		if ok, err := s.IndexesDefer(ctx, 1<<30); err != nil || !ok {
 			t.Fatalf("IndexesDefer into an empty ledger = %v, %v; want them deferred", ok, err)
 		}
-		if got := evidenceIndexes(t, url); len(got) != 0 {
-			t.Fatalf("indexes while deferred: %q", got)
+		if got := evidenceIndexes(t, url); len(got) != 1 || !strings.Contains(got[0], "UNIQUE INDEX evidence_row") {
+			t.Fatalf("indexes while deferred: %q, want the unique one alone", got)
 		}
 		builders := []*postgres.Store{open(t, url, time.Now), open(t, url, time.Now)}[:round+1]
 		var wg sync.WaitGroup

@@ -9,8 +9,8 @@ import (
 )
 
 // IndexesDefer implements ledgerdb.Store: the indexes a CREATE INDEX made
-// (not those of the primary key), their definitions as the schema keeps
-// them. Hand-written: DDL from the schema.
+// that enforce nothing (not the primary key's, nor a unique one), their
+// definitions as the schema keeps them. Hand-written: DDL from the schema.
 func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
 	if bytes <= 0 {
 		return false, nil
@@ -29,7 +29,8 @@ func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
 			return nil
 		}
 		names, err := texts(ctx, tx, `INSERT INTO deferred_index (name, definition, deferred_at)
-SELECT name, sql, ? FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'evidence' AND sql IS NOT NULL RETURNING name`, ts(s.now()))
+SELECT name, sql, ? FROM sqlite_schema s WHERE type = 'index' AND tbl_name = 'evidence' AND sql IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM pragma_index_list('evidence') l WHERE l.name = s.name AND l."unique") RETURNING name`, ts(s.now()))
 		if err != nil {
 			return err
 		}

@@ -38,7 +38,8 @@ func evidenceIndexes(t *testing.T, path string) []string {
 }
 
 // Indexes deferred by a process that then dies come back as the
-// migrations made them, built by the next.
+// migrations made them, built by the next. A unique index (a DBA's) is
+// never dropped: it enforces something.
 func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
@@ -46,15 +47,24 @@ func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 	if _, err := s.SchemaMigrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE UNIQUE INDEX evidence_row ON evidence (source_id, seq)`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	migrated := evidenceIndexes(t, path)
-	if len(migrated) != 6 {
-		t.Fatalf("evidence has %d indexes after migrating, want 6: %q", len(migrated), migrated)
+	if len(migrated) != 7 {
+		t.Fatalf("evidence has %d indexes after migrating, want 6 and the unique one: %q", len(migrated), migrated)
 	}
 	if ok, err := s.IndexesDefer(ctx, 1<<30); err != nil || !ok {
 		t.Fatalf("IndexesDefer into an empty ledger = %v, %v; want them deferred", ok, err)
 	}
-	if got := evidenceIndexes(t, path); len(got) != 1 {
-		t.Fatalf("indexes while deferred: %q, want the primary key's alone", got)
+	if got := evidenceIndexes(t, path); len(got) != 2 {
+		t.Fatalf("indexes while deferred: %q, want the primary key's and the unique one", got)
 	}
 	s.Close()
 	if pending, err := open(t, path, time.Now).IndexesBuild(ctx); err != nil || len(pending) > 0 {
