@@ -31,9 +31,9 @@ type ingested struct {
 // largest new input is written in a transaction of its own, so that it is
 // parsed only once (a local file is hashed first, to find it in the
 // manifest), while every other new input is read once into a spool
-// (ingest.Spool), writing nothing, and then written from it. The
-// ledger may defer its indexes meanwhile (deferIndexes). No transaction commits before every input has been
-// read whole: the largest waits for the others' checks, and each other
+// (ingest.Spool), writing nothing, and then written from it. The ledger
+// may defer its indexes meanwhile (deferIndexes). No transaction commits
+// before every input has been read whole: the largest waits for the others' checks, and each other
 // waits for the largest. Where the ledger takes several writers at once
 // (ledgerdb.ParallelWriter) the others are written while the largest is;
 // elsewhere after it.
@@ -41,21 +41,19 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	defer j.phase("ingest")()
 	hashes := make([]string, len(srcs))
 	fresh := make([]bool, len(srcs))
-	first := -1 // the largest new input
+	first := -1     // the largest new input
+	var bytes int64 // of the new inputs, where known
 	for i, src := range srcs {
 		hash, found, err := j.lookupSource(ctx, src)
 		if err != nil {
 			return nil, err
 		}
 		hashes[i], fresh[i] = hash, !found
-		if !found && (first < 0 || src.Size > srcs[first].Size) {
-			first = i
-		}
-	}
-	var bytes int64
-	for i, src := range srcs {
-		if fresh[i] {
+		if !found {
 			bytes += max(src.Size, 0)
+			if first < 0 || src.Size > srcs[first].Size {
+				first = i
+			}
 		}
 	}
 	build, err := j.deferIndexes(ctx, bytes)
@@ -115,11 +113,12 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	} else {
 		close(written)
 	}
-	// The others show their progress only once the largest's line is gone.
-	progress := func(verb string, i int, o *ingest.Options) (stop func()) {
+	// The others show their checks' progress only once the largest's line
+	// is gone.
+	checking := func(i int, o *ingest.Options) (stop func()) {
 		select {
 		case <-written:
-			return j.ingestProgress(verb, srcs[i], o)
+			return j.ingestProgress("checking", srcs[i], o)
 		default:
 			return func() {}
 		}
@@ -140,7 +139,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 				continue
 			}
 			o := *opt
-			stop := progress("checking", i, &o)
+			stop := checking(i, &o)
 			spool, err := ingest.NewSpool()
 			if err != nil {
 				stop()

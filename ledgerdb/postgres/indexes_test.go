@@ -12,6 +12,17 @@ import (
 	"reconcile/ledgerdb/postgres/pgtest"
 )
 
+// migrated opens a store on a fresh, migrated schema and gives its URL.
+func migrated(t *testing.T) (*postgres.Store, string) {
+	t.Helper()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	if _, err := s.SchemaMigrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, url
+}
+
 // evidenceIndexes lists the evidence table's indexes as the catalog
 // defines them, with whether each is valid.
 func evidenceIndexes(t *testing.T, url string) []string {
@@ -42,11 +53,7 @@ FROM pg_index i WHERE i.indrelid = 'evidence'::regclass ORDER BY 1`)
 // it enforces something.
 func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Schema(t)
-	s := open(t, url, time.Now)
-	if _, err := s.SchemaMigrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, url := migrated(t)
 	if _, err := connect(t, url).Exec(ctx, `CREATE UNIQUE INDEX evidence_row ON evidence (source_id, seq)`); err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +88,7 @@ func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 // store does not wait for the table's lock.
 func TestIndexesAreNotDeferredBesideAReader(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Schema(t)
-	s := open(t, url, time.Now)
-	if _, err := s.SchemaMigrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, url := migrated(t)
 	reader := connect(t, url)
 	tx, err := reader.Begin(ctx)
 	if err != nil {

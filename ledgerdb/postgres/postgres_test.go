@@ -10,7 +10,6 @@ import (
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/ledgerdb/postgres"
-	"reconcile/ledgerdb/postgres/pgtest"
 )
 
 func open(t *testing.T, url string, now func() time.Time) *postgres.Store {
@@ -28,10 +27,7 @@ func TestLedger(t *testing.T) { ledgerdbtest.Exercise(t, ledgerdbtest.Driver("po
 // PostgreSQL keeps a record's time to the microsecond, before 2000 as after.
 func TestEvidenceTimesKeepTheirMicroseconds(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, pgtest.Schema(t), time.Now)
-	if _, err := s.SchemaMigrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := migrated(t)
 	times := []time.Time{time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Date(2026, 3, 29, 1, 30, 0, 1000, time.UTC)}
 	res, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "s.csv"}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 		for i, at := range times {
