@@ -12,7 +12,10 @@ import (
 )
 
 // IndexesDefer implements ledgerdb.Store: every index of evidence but
-// those that enforce something (unique, or a constraint's). It takes the table's lock
+// those that enforce something (unique, or a constraint's) and BRIN ones,
+// which cost next to nothing to keep up (a row added to pages not yet
+// summarized changes nothing) and a scan of the table to build (0.47 s
+// for a first night's 1.38M records). It takes the table's lock
 // without waiting: beside a reader, or another ingest, the indexes are
 // kept up as before. Hand-written: DDL from the catalog.
 func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
@@ -41,6 +44,7 @@ func (s *Store) IndexesDefer(ctx context.Context, bytes int64) (bool, error) {
   INSERT INTO deferred_index (name, definition, deferred_at)
   SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid), $1 FROM pg_index i WHERE indrelid = 'evidence'::regclass AND NOT indisunique
     AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+    AND (SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = i.indexrelid) <> 'brin'
   RETURNING name)
 SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM d`, s.now()).Scan(&names); err != nil {
 			return err
