@@ -47,8 +47,8 @@ func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*re
 		}
 		var row dbsqlc.Run
 		if err := tx.QueryRow(ctx, `
-			UPDATE run SET status = $2, result = (SELECT result::jsonb FROM run_result), finished_at = $3 WHERE id = $1 AND status = 'running'
-			RETURNING id, status, args, NULL::jsonb, started_at, finished_at`, p.ID, string(p.Status), s.now()).Scan(
+			UPDATE run SET status = $2, result = (SELECT result::json FROM run_result), finished_at = $3 WHERE id = $1 AND status = 'running'
+			RETURNING id, status, args, NULL::json, started_at, finished_at`, p.ID, string(p.Status), s.now()).Scan(
 			&row.ID, &row.Status, &row.Args, &row.Result, &row.StartedAt, &row.FinishedAt); err != nil {
 			return interpretError(err)
 		}
