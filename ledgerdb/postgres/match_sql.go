@@ -117,16 +117,19 @@ func matchEarlierBy(col, effectCol string) string {
 // candidates are the effects the run's records name that are not in scope
 // already (mostly none: what a night names is mostly open); only for those
 // is it asked, by index, whether a record naming them is new. The names
-// come from one read of the run's records for the keys and one for the
-// ids (unnest), not one per column.
+// come from one read of the run's records (r), unnested for the keys and
+// for the ids; the ids are not made distinct first, since the index scan
+// sorts its array and drops repeats itself (a second night: 1.0 s against
+// 1.2 to 1.5 s with a read for each and a DISTINCT).
 // matchScopeNamed then adds them to the scope, when there are any.
 var matchNamed = `CREATE TEMP TABLE m_named AS
+WITH r AS MATERIALIZED (SELECT effect_key, parent_effect_key, tx_id, payment_intent, parent_tx_id FROM evidence WHERE source_id = ANY($1))
 SELECT c.key FROM (
-    (SELECT k AS key FROM evidence, unnest(ARRAY[effect_key, parent_effect_key]) AS k WHERE source_id = ANY($1) AND k <> ''
+    (SELECT k AS key FROM r, unnest(ARRAY[effect_key, parent_effect_key]) AS k WHERE k <> ''
      EXCEPT SELECT key FROM m_eff)
     UNION
     (SELECT key FROM effect WHERE external_id = ANY(ARRAY(
-       SELECT DISTINCT i FROM evidence, unnest(ARRAY[tx_id, payment_intent, parent_tx_id]) AS i WHERE source_id = ANY($1) AND i <> ''))
+       SELECT i FROM r, unnest(ARRAY[tx_id, payment_intent, parent_tx_id]) AS i WHERE i <> ''))
      EXCEPT SELECT key FROM m_eff)) c
 JOIN effect n ON n.key = c.key
 WHERE ` + newRecordNaming("effect_key", "n.key") + `
