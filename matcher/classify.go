@@ -299,18 +299,32 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 		}
 		merge(&txs[i], r)
 	}
-	// Sorted by pointer, then copied once: a transaction is too large to
-	// move at every step of a sort.
-	sorted := make([]*reconcile.Transaction, len(txs))
-	for i := range txs {
-		sorted[i] = &txs[i]
+	// Sorted by index, then moved into place once, cycle by cycle: a
+	// transaction is too large to move at every step of a sort, and a
+	// sorted copy would double what a partition allocates.
+	order := make([]int32, len(txs))
+	for i := range order {
+		order[i] = int32(i)
 	}
-	slices.SortFunc(sorted, compareTx)
-	out := make([]reconcile.Transaction, len(txs))
-	for i, tx := range sorted {
-		out[i] = *tx
+	slices.SortFunc(order, func(a, b int32) int { return compareTx(&txs[a], &txs[b]) })
+	for i := range order {
+		if order[i] < 0 {
+			continue
+		}
+		held := txs[i] // position i takes order[i]'s transaction, which takes its own order's, until the cycle closes
+		j := i
+		for {
+			k := int(order[j])
+			order[j] = -1
+			if k == i {
+				txs[j] = held
+				break
+			}
+			txs[j] = txs[k]
+			j = k
+		}
 	}
-	return out
+	return txs
 }
 
 // compareTx orders transactions as Transactions gives them. Written out,

@@ -166,7 +166,7 @@ func Match(in *Input) *Result {
 	}
 	linked := make([][]*reconcile.Transaction, len(effects))
 	held := make([][]*reconcile.Transaction, len(effects)) // conflicting transactions that name each effect
-	res := &Result{Discrepancies: make([]reconcile.Discrepancy, 0, len(effects))}
+	res := &Result{}
 	var unexpected, loose []*reconcile.Transaction // loose: disputes that link to nothing
 	claimed := map[*reconcile.Transaction]bool{}   // transactions in conflict that name an effect in scope
 	for i := range txs {
@@ -207,6 +207,7 @@ func Match(in *Input) *Result {
 			related[e] = append(related[e], tx)
 		}
 	}
+	res.Discrepancies = make([]reconcile.Discrepancy, 0, len(effects)+len(unexpected))
 	for i := range effects {
 		e := &effects[i]
 		kind, ok := ExpectedKind(e.Step)
