@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -96,7 +95,7 @@ Example:
 	cmd.Flags().IntVar(&second, "second-night", 0, "then reconcile a second night of N new charge effects on the same ledger (0: none)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the generated world")
 	cmd.Flags().IntVar(&a.benchWorkers, "workers", 0, "PostgreSQL: distribute the run's partitions over this many processes, the run and N-1 worker processes (0: the run matches them alone)")
-	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run to FILE (and of the second night's to FILE.night2)")
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the run's process to FILE (and of the second night's to FILE.night2)")
 	cmd.Flags().StringVar(&dir, "dir", "", "folder for the settlement file and the default SQLite ledger (default: a temporary folder)")
 	cmd.Flags().BoolVar(&anchors, "anchors", false, "then time DuckDB, encoding/csv and the database's floors on the same files, and the run against them")
 	cmd.Flags().StringVar(&duckdb, "duckdb", "", "the folder of the DuckDB anchor, with classify.mjs and its node_modules (default: tools/duckdb in the working directory or a parent)")
@@ -281,13 +280,13 @@ func (a *app) benchMeasure(ctx context.Context, label, profile, result string, l
 		counts map[string]int
 		peak   string
 	)
-	if exe, err := os.Executable(); err == nil && profile == "" && !strings.HasSuffix(exe, ".test") {
+	if exe, err := os.Executable(); err == nil && !strings.HasSuffix(exe, ".test") {
 		// A child starts with its parent's peak (Linux keeps it across
 		// fork and exec): give the world's memory back first.
 		runtime.GC()
 		debug.FreeOSMemory()
 		resetPeakRSS()
-		counts, peak, err = a.benchRun(ctx, exe, result, log, inputs...)
+		counts, peak, err = a.benchRun(ctx, exe, profile, result, log, inputs...)
 		if err != nil {
 			return 0, err
 		}
@@ -329,9 +328,12 @@ var benchArgs = []string{"--lag", "3h", "--stripe-tz", "UTC"}
 // benchRun runs `reconcile run` on the benchmark's inputs in a process of
 // its own, so that its peak memory is its own: what the generator held
 // leaves the runtime's bookkeeping of a heap of tens of gigabytes behind.
-// It returns the class counts of the run's summary and its peak resident
-// memory. With a log, the run logs at debug level into it.
-func (a *app) benchRun(ctx context.Context, exe, result string, log *runLog, inputs ...string) (map[string]int, string, error) {
+// The same goes for a CPU profile (into profile, unless ""): in the
+// bench's process the collector would scan the generator's world under
+// the run's heap limit. It returns the class counts of the run's summary
+// and its peak resident memory. With a log, the run logs at debug level
+// into it.
+func (a *app) benchRun(ctx context.Context, exe, profile, result string, log *runLog, inputs ...string) (map[string]int, string, error) {
 	level := a.logLevel
 	var stderr io.Writer = a.stderr
 	if log != nil {
@@ -353,6 +355,9 @@ func (a *app) benchRun(ctx context.Context, exe, result string, log *runLog, inp
 	var out strings.Builder
 	cmd := exec.CommandContext(ctx, exe, append(args, inputs...)...)
 	cmd.Stdout, cmd.Stderr = &out, stderr
+	if profile != "" {
+		cmd.Env = append(os.Environ(), cpuProfileEnv+"="+profile)
+	}
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitPerson {
@@ -366,23 +371,19 @@ func (a *app) benchRun(ctx context.Context, exe, result string, log *runLog, inp
 	return parseCounts(out.String()), peak, nil
 }
 
-// benchRunHere runs the reconciliation in this process (under go test,
-// and for a CPU profile), after giving back what the generator held. With
-// a log, the run logs at debug level into it.
+// benchRunHere runs the reconciliation in this process (under go test),
+// after giving back what the generator held. With a log, the run logs at
+// debug level into it.
 func (a *app) benchRunHere(ctx context.Context, profile, result string, log *runLog, inputs ...string) (map[string]int, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	resetPeakRSS()
 	if profile != "" {
-		pf, err := os.Create(profile)
+		stop, err := startCPUProfile(profile)
 		if err != nil {
 			return nil, err
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return nil, err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	var out strings.Builder
 	// The run gets this app whole (its ledger, log and clock), but writes

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -138,9 +139,33 @@ Examples:
 // rather than let the heap reach twice what is live.
 const runMemoryLimit = 768 << 20
 
+// cpuProfileEnv names the file a run writes its CPU profile to, when set:
+// how bench --cpuprofile profiles the run's own process.
+const cpuProfileEnv = "RECONCILE_CPUPROFILE"
+
+// startCPUProfile profiles this process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(runMemoryLimit)
+	}
+	if path := os.Getenv(cpuProfileEnv); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	asOf, err := parseAsOf(f.asOf)
 	if err != nil {

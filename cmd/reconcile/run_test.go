@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -396,5 +397,29 @@ func TestRunWritesSpreadsheetMetricsAndExport(t *testing.T) {
 	}
 	if code, _, _ := reconcileCmd(t, "export", "--run", "rec_nope", "--xlsx", again, "--ledger", ledger); code != exitUsage {
 		t.Errorf("export of an unknown run = %d, want %d", code, exitUsage)
+	}
+}
+
+// A run writes its own CPU profile where RECONCILE_CPUPROFILE says: how
+// bench --cpuprofile profiles the run's process rather than its own.
+func TestRunWritesItsCPUProfileWhereTold(t *testing.T) {
+	ledger := migratedSQLite(t)
+	seedLedger(t, ledger)
+	path := filepath.Join(t.TempDir(), "run.prof")
+	t.Setenv(cpuProfileEnv, path)
+	if code, _, errOut := runJSON(t, "--ledger", ledger, "--as-of", "2026-11-03", writeFile(t, "s.csv", settlement)); code != 0 && code != exitPerson {
+		t.Fatalf("run exit %d: %s", code, errOut)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no profile: %v", err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f) // a profile is a gzipped protocol buffer
+	if err != nil {
+		t.Fatalf("the profile is not one: %v", err)
+	}
+	if b, err := io.ReadAll(z); err != nil || len(b) == 0 {
+		t.Errorf("the profile holds %d bytes, %v", len(b), err)
 	}
 }
