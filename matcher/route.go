@@ -3,9 +3,11 @@ package matcher
 import (
 	"cmp"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"reconcile"
 )
@@ -158,9 +160,18 @@ func (r *Router) byValue() []valueNode {
 		g[at[b]] = x
 		at[b]++
 	}
-	for b := range 1 << bits {
-		slices.SortFunc(g[start[b]:start[b+1]], func(x, y valueNode) int { return cmp.Compare(x.v, y.v) })
+	// The buckets are sorted apart, on every processor: a run's link
+	// waits for this, most of the rest of its work done.
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			for b := w; b < 1<<bits; b += workers {
+				slices.SortFunc(g[start[b]:start[b+1]], func(x, y valueNode) int { return cmp.Compare(x.v, y.v) })
+			}
+		})
 	}
+	wg.Wait()
 	return g
 }
 

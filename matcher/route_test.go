@@ -114,3 +114,32 @@ func findingsOf(r *Result) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Nodes that share a value end in one partition, and nodes that share
+// none in partitions of their own, however many values a share holds:
+// here enough that every bucket Forget sorts holds hundreds, in random
+// order.
+func TestARouterJoinsEveryNodeThatSharesAValue(t *testing.T) {
+	const pairs = 300_000
+	r := rand.New(rand.NewPCG(7, 8))
+	router := NewRouter(0)
+	for range 2 * pairs {
+		router.AddEffect()
+	}
+	// Node i and node pairs+i share a value; each node has one of its own.
+	order := r.Perm(2 * pairs)
+	for _, n := range order {
+		pair := uint64(n % pairs)
+		router.Join(uint32(n), pair*0x9E3779B97F4A7C15+1)
+		router.Join(uint32(n), r.Uint64())
+	}
+	part, count := router.Partitions(1)
+	if count != pairs {
+		t.Fatalf("%d partitions, want one for each of the %d pairs", count, pairs)
+	}
+	for i := range pairs {
+		if part[i] != part[pairs+i] {
+			t.Fatalf("nodes %d and %d share a value but fell in partitions %d and %d", i, pairs+i, part[i], part[pairs+i])
+		}
+	}
+}
