@@ -246,10 +246,13 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	slices.SortFunc(recs, compareRecords)
 	type intent struct{ provider, id string }
 	chargeOfIntent := map[intent]string{}
-	for _, r := range recs {
-		if r.Kind == reconcile.KindCharge && r.TxID != "" && r.PaymentIntent != "" {
-			if _, ok := chargeOfIntent[intent{r.Provider, r.PaymentIntent}]; !ok {
-				chargeOfIntent[intent{r.Provider, r.PaymentIntent}] = r.TxID
+	// Only a record without an id asks it: most partitions have none.
+	if slices.ContainsFunc(recs, func(r *reconcile.Evidence) bool { return r.TxID == "" && r.PaymentIntent != "" }) {
+		for _, r := range recs {
+			if r.Kind == reconcile.KindCharge && r.TxID != "" && r.PaymentIntent != "" {
+				if _, ok := chargeOfIntent[intent{r.Provider, r.PaymentIntent}]; !ok {
+					chargeOfIntent[intent{r.Provider, r.PaymentIntent}] = r.TxID
+				}
 			}
 		}
 	}
