@@ -195,10 +195,11 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope st
 	if err != nil {
 		return err
 	}
+	var e ledgerdb.ScopedEffect // one for every row: the Spill copies what it keeps
 	for rows.Next() {
-		e, err := m.scanEffect(rows)
+		err := m.scanEffect(rows, &e)
 		if err == nil {
-			err = spill.Effect(e)
+			err = spill.Effect(&e)
 		}
 		if err != nil {
 			rows.Close()
@@ -275,12 +276,12 @@ func (m *matching) readStaged(ctx context.Context, q querier, part *ledgerdb.Par
 		return err
 	}
 	for rows.Next() {
-		e, err := m.scanEffect(rows)
-		if err != nil {
+		var e ledgerdb.ScopedEffect
+		if err := m.scanEffect(rows, &e); err != nil {
 			rows.Close()
 			return err
 		}
-		part.Effects = append(part.Effects, *e)
+		part.Effects = append(part.Effects, e)
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -304,17 +305,17 @@ func (m *matching) readStaged(ctx context.Context, q querier, part *ledgerdb.Par
 	return rows.Err()
 }
 
-// scanEffect reads an effect of matchEffectCols.
-func (m *matching) scanEffect(rows pgx.Rows) (*ledgerdb.ScopedEffect, error) {
+// scanEffect reads an effect of matchEffectCols into e.
+func (m *matching) scanEffect(rows pgx.Rows, e *ledgerdb.ScopedEffect) error {
+	*e = ledgerdb.ScopedEffect{}
 	var (
-		e                       ledgerdb.ScopedEffect
 		status, class           string
 		amount, currency, whole *string
 		since                   *time.Time
 	)
 	if err := rows.Scan(&e.Key, &e.Provider, &e.Step, &status, &e.ExternalID, &e.CreatedAt, &amount, &currency, &whole, &class, &since,
 		&e.Final); err != nil {
-		return nil, err
+		return err
 	}
 	e.Provider, e.Step = m.intern(e.Provider), m.intern(e.Step)
 	e.Status, e.State, e.CreatedAt = reconcile.Status(m.intern(status)), reconcile.Class(m.intern(class)), e.CreatedAt.UTC()
@@ -322,7 +323,7 @@ func (m *matching) scanEffect(rows pgx.Rows) (*ledgerdb.ScopedEffect, error) {
 	if since != nil {
 		e.Since = since.UTC()
 	}
-	return &e, nil
+	return nil
 }
 
 // origin is where a source's records were read, as a partition holds it.

@@ -182,8 +182,10 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		if _, err := io.ReadFull(r, kw.buf); err != nil {
 			return n, err
 		}
+		// Its strings are views of kw.buf, valid until the next row is
+		// read: Record copies them.
 		var e reconcile.Evidence
-		d := decoder{b: kw.buf, table: kw.tab.strs}
+		d := decoder{b: kw.buf, table: kw.tab.strs, views: true}
 		d.record(&e)
 		if d.err == nil && len(d.b) > 0 {
 			d.err = errors.New("row longer than its record")

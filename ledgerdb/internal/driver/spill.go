@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unsafe"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -35,6 +36,7 @@ type Spill struct {
 	nvalues int
 	values  []uint64
 	share   int // how many values to join at a time: joinShare
+	hold    int // how many bytes of rows Cut moves at a time: cutHold
 	buf     []byte
 	vbuf    []byte
 	off     []int64 // after Cut: where each partition starts, and the end
@@ -71,7 +73,7 @@ func NewSpill() (*Spill, error) {
 		return nil, err
 	}
 	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), vf: vf, vw: bufio.NewWriterSize(vf, 1<<20), lf: lf, lw: bufio.NewWriterSize(lf, 1<<16),
-		router: matcher.NewRouter(0), share: joinShare}, nil
+		router: matcher.NewRouter(0), share: joinShare, hold: cutHold}, nil
 }
 
 func tempFile() (*os.File, error) {
@@ -93,6 +95,9 @@ func (s *Spill) Close() error {
 // joinShare is about how many values Cut joins at a time: the Router
 // holds 32 bytes for each.
 const joinShare = 6 << 20
+
+// cutHold is about how many bytes of rows Cut holds at a time, twice.
+const cutHold = 8 << 20
 
 // add writes a row, its length, and its values for Cut: their count,
 // then each.
@@ -256,39 +261,61 @@ func (s *Spill) cut(size int) (int, error) {
 		s.off[i+1] += s.off[i]
 	}
 	// Rows are copied from the file as added (from 0) to where their
-	// partition lies (after it), a few megabytes of each at a time.
+	// partition lies (after it), some megabytes at a time: read in the
+	// order added, then grouped by partition in a second buffer, so that
+	// each partition's share is one write. Both buffers are reused.
 	base := s.off[count]
 	at := make([]int64, count)
 	copy(at, s.off[:count])
-	pending := make([][]byte, count)
 	s.rows = make([][3]int, count)
-	held := 0
+	var (
+		held, grouped []byte
+		parts         []uint32             // the partition of each row held
+		lens          []int                // and its length
+		span          = make([]int, count) // the bytes of each partition's rows held
+		next          = make([]int, count)
+	)
 	flush := func() error {
-		for p, b := range pending {
-			if len(b) > 0 {
-				if _, err := s.f.WriteAt(b, base+at[p]); err != nil {
-					return err
-				}
-				at[p] += int64(len(b))
-				pending[p] = nil // a partition's rows may come together: keep no buffer of its size
+		clear(span)
+		for i, p := range parts {
+			span[p] += lens[i]
+		}
+		for p := range next {
+			next[p] = 0
+			if p > 0 {
+				next[p] = next[p-1] + span[p-1]
 			}
 		}
-		held = 0
+		grouped = slices.Grow(grouped[:0], len(held))[:len(held)]
+		off := 0
+		for i, p := range parts {
+			next[p] += copy(grouped[next[p]:], held[off:off+lens[i]])
+			off += lens[i]
+		}
+		for p, n := range span { // next[p] is now the end of p's rows
+			if n > 0 {
+				if _, err := s.f.WriteAt(grouped[next[p]-n:next[p]], base+at[p]); err != nil {
+					return err
+				}
+				at[p] += int64(n)
+			}
+		}
+		held, parts, lens = held[:0], parts[:0], lens[:0]
 		return nil
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, base), 1<<20)
 	var failed error
 	if err := s.eachLength(func(n uint32, length int) {
-		p := part[n]
-		b := slices.Grow(pending[p], length)[:len(pending[p])+length]
-		if _, err := io.ReadFull(r, b[len(pending[p]):]); err != nil && failed == nil {
+		p, l := part[n], len(held)
+		held = slices.Grow(held, length)[:l+length]
+		if _, err := io.ReadFull(r, held[l:]); err != nil && failed == nil {
 			failed = err
 		}
-		if kind := b[len(pending[p])]; kind <= spillEarlier {
+		if kind := held[l]; kind <= spillEarlier {
 			s.rows[p][kind]++
 		}
-		pending[p] = b
-		if held += length; held > 8<<20 && failed == nil {
+		parts, lens = append(parts, p), append(lens, length)
+		if len(held) > s.hold && failed == nil {
 			failed = flush()
 		}
 	}); err != nil {
@@ -340,20 +367,28 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 	n := s.rows[i]
 	p := &ledgerdb.Partition{Index: i, Count: s.count, Effects: sized[ledgerdb.ScopedEffect](n[spillEffect]),
 		Evidence: sized[reconcile.Evidence](n[spillMine]), Earlier: sized[reconcile.Evidence](n[spillEarlier])}
-	d := decoder{b: b, table: s.shared.strs}
+	// Each row's strings are read as views of b, then moved into one
+	// string of the row's own: one allocation a row instead of one a
+	// string, and what a finding keeps of a row holds that row alone.
+	d := decoder{b: b, table: s.shared.strs, views: true}
 	for len(d.b) > 0 && d.err == nil {
+		start := len(b) - len(d.b)
 		switch kind := d.byte(); kind {
 		case spillEffect:
 			var e ledgerdb.ScopedEffect
 			e.Provider, e.Step, e.Status, e.State = d.shared(), d.shared(), reconcile.Status(d.shared()), reconcile.Class(d.shared())
-			e.Key, e.ExternalID, e.Request = d.string(), d.string(), []byte(d.string())
+			var request string
+			e.Key, e.ExternalID, request = d.string(), d.string(), d.string()
+			e.Request = []byte(request)
 			e.CreatedAt, e.Since = d.time(), d.time()
 			e.Final = d.byte() == 1
+			own(b[start:len(b)-len(d.b)], &e.Key, &e.ExternalID)
 			p.Effects = append(p.Effects, e)
 		case spillMine, spillEarlier:
 			var e reconcile.Evidence
 			e.URI = d.shared()
 			d.record(&e)
+			own(b[start:len(b)-len(d.b)], &e.TxID, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)
 			if kind == spillMine {
 				p.Evidence = append(p.Evidence, e)
 			} else {
@@ -400,6 +435,26 @@ type decoder struct {
 	b     []byte
 	table []string // strtab.strs
 	err   error
+	// views makes string return views of b, not copies: valid only
+	// while b is neither changed nor let go (see own).
+	views bool
+}
+
+// own moves the strings that point into row (views of a decoder's b)
+// into one string of its own, so that they outlive row's buffer.
+func own(row []byte, strs ...*string) {
+	var whole string
+	for _, s := range strs {
+		if len(*s) == 0 {
+			*s = ""
+			continue
+		}
+		if whole == "" {
+			whole = string(row)
+		}
+		at := int(uintptr(unsafe.Pointer(unsafe.StringData(*s))) - uintptr(unsafe.Pointer(unsafe.SliceData(row))))
+		*s = whole[at : at+len(*s)]
+	}
 }
 
 var errShort = errors.New("row cut short")
@@ -430,9 +485,12 @@ func (d *decoder) string() string {
 		d.err = errShort
 		return ""
 	}
-	v := string(d.b[n : n+int(l)])
+	v := d.b[n : n+int(l)]
 	d.b = d.b[n+int(l):]
-	return v
+	if d.views {
+		return unsafe.String(unsafe.SliceData(v), len(v))
+	}
+	return string(v)
 }
 
 // shared reads a string by its number: every row holds the same copy.

@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -44,6 +45,7 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 		}
 		if n == 3000 {
 			s.share = 500 // some twenty shares
+			s.hold = 4000 // and some fifty moves of the rows
 		}
 		router := matcher.NewRouter(0)
 		for i := range effects {
@@ -127,4 +129,44 @@ func TestASpillKeepsEveryTime(t *testing.T) {
 			t.Errorf("record %d: time %v read back as %v", i, at, got)
 		}
 	}
+}
+
+// What a run keeps of a partition (the key of an effect found wanting)
+// holds that row alone, not the partition it was read with: a night's
+// findings come from every partition, and holding those would hold the
+// whole night.
+func TestAPartitionsRowsOutliveItAlone(t *testing.T) {
+	s, err := NewSpill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 20000 {
+		e := ledgerdb.ScopedEffect{Effect: reconcile.Effect{Key: fmt.Sprintf("r:charge:%05d%0200d", i, 0), Provider: "stripe", Step: "charge",
+			Status: reconcile.StatusAttempted, ExternalID: fmt.Sprintf("pi_%d", i)}}
+		if err := s.Effect(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sum ledgerdb.MatchSummary
+	if err := s.Cut(1<<20, &sum); err != nil || sum.Partitions != 1 || sum.Spilled < 4<<20 {
+		t.Fatalf("Cut: %+v, %v; want one partition of more than 4 MB", sum, err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	p, err := s.Partition(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{p.Effects[7].Key, p.Effects[7].ExternalID}
+	p = nil
+	if held := int64(heap()) - int64(before); held > 1<<20 {
+		t.Errorf("two strings of a partition hold %d bytes after it is gone; want the row's few hundred", held)
+	}
+	runtime.KeepAlive(kept)
 }
