@@ -35,8 +35,9 @@ type ingested struct {
 // may defer its indexes meanwhile (deferIndexes). No transaction commits
 // before every input has been read whole: the largest waits for the others' checks, and each other
 // waits for the largest. Where the ledger takes several writers at once
-// (ledgerdb.ParallelWriter) the others are written while the largest is;
-// elsewhere after it.
+// (ledgerdb.ParallelWriter) the next largest is written as it is read,
+// like the largest, and the others while the largest is; elsewhere after
+// it.
 func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (_ *ingested, err error) {
 	defer j.phase("ingest")()
 	hashes := make([]string, len(srcs))
@@ -113,6 +114,42 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	} else {
 		close(written)
 	}
+	// Where the ledger takes several writers, the next largest new input
+	// is written as it is read too, instead of spooled: it counts among
+	// the others' checks once read whole, and commits after the largest,
+	// as a spooled one does (so that the same content under two names is
+	// written as the input named first). Same content known beforehand
+	// (local files' hashes) is left to the spool.
+	second, secondRead := -1, make(chan struct{})
+	if _, ok := j.Store.(ledgerdb.ParallelWriter); ok && first >= 0 {
+		for i := range srcs {
+			if fresh[i] && i != first && (hashes[i] == "" || hashes[i] != hashes[first]) && (second < 0 || srcs[i].Size > srcs[second].Size) {
+				second = i
+			}
+		}
+	}
+	if second >= 0 {
+		g.Go(func() error {
+			// Read whole, or found in the manifest: never on an error,
+			// which must stop the others before the largest commits.
+			var once sync.Once
+			read := func() { once.Do(func() { close(secondRead) }) }
+			o := *opt
+			err := write(gctx, second, func(s ingest.Sink) (*ingest.Input, error) {
+				in, err := ingest.Read(gctx, srcs[second], &o, s)
+				if err == nil {
+					read()
+				}
+				return in, err
+			}, wait(written))
+			if err == nil {
+				read()
+			}
+			return err
+		})
+	} else {
+		close(secondRead)
+	}
 	// The others show their checks' progress only once the largest's line
 	// is gone.
 	checking := func(i int, o *ingest.Options) (stop func()) {
@@ -135,7 +172,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	}()
 	g.Go(func() error {
 		for i := range srcs {
-			if i == first || !fresh[i] {
+			if i == first || i == second || !fresh[i] {
 				continue
 			}
 			o := *opt
@@ -153,6 +190,9 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			}
 			hashes[i] = checkedIn[i].Hash
 		}
+		if err := wait(secondRead)(); err != nil {
+			return err
+		}
 		close(checked)
 		if _, ok := j.Store.(ledgerdb.ParallelWriter); !ok {
 			if err := wait(written)(); err != nil {
@@ -160,7 +200,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			}
 		}
 		for i := range srcs {
-			if i == first {
+			if i == first || i == second {
 				continue
 			}
 			o := *opt

@@ -228,27 +228,45 @@ func TestRunClassifiesAndPlansOnPostgres(t *testing.T) {
 // the readable inputs beside it are not ingested either, whether the
 // unreadable one is read first to check it (a smaller one) or written first
 // (the larger, in a transaction its failure rolls back), and on PostgreSQL
-// whatever the others wrote meanwhile is rolled back too.
+// whatever the others wrote meanwhile is rolled back too. Between them, a
+// gzip of many rows, smaller than the largest input but read for much
+// longer, is found cut short only after the largest has been read whole.
 func testRunWithAnUnreadableInputChangesNothing(t *testing.T, migrated func(*testing.T) string) {
+	gzipped := func(b []byte) string {
+		var out bytes.Buffer
+		zw := gzip.NewWriter(&out)
+		zw.Write(b)
+		zw.Close()
+		return out.String()
+	}
 	noise := make([]byte, 16<<10) // what does not compress, so that the gzip is the larger input
 	rand.NewChaCha8([32]byte{}).Read(noise)
-	var big bytes.Buffer
-	zw := gzip.NewWriter(&big)
-	zw.Write(noise)
-	zw.Close()
-	for name, bad := range map[string]string{
-		"smaller": "\x1f\x8b\x08\x00garbage",
-		"larger":  big.String()[:big.Len()-20], // truncated
+	big := gzipped(noise)
+	rows := func(prefix string, n int) string {
+		b := []byte(settlement[:strings.IndexByte(settlement, '\n')+1])
+		for i := range n {
+			b = fmt.Appendf(b, "txn_%s%d,2026-11-01 09:00:00,eur,10.00,0.30,9.70,charge,ch_%[1]s%[2]d,ch_%[1]s%[2]d,pi_%[1]s%[2]d,,\n", prefix, i)
+		}
+		return string(b)
+	}
+	long := gzipped([]byte(rows("b", 300_000)))
+	for name, c := range map[string]struct{ bad, other string }{
+		"smaller": {"\x1f\x8b\x08\x00garbage", strings.Replace(settlement, "ch_", "ch_other_", -1)},
+		"larger":  {big[:len(big)-20], strings.Replace(settlement, "ch_", "ch_other_", -1)}, // truncated
+		"between": {long[:len(long)-20], rows("o", 40_000)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ledger := migrated(t)
 			seedLedger(t, ledger)
 			good := writeFile(t, "good.itemized.csv", settlement)
-			other := writeFile(t, "other.itemized.csv", strings.Replace(settlement, "ch_", "ch_other_", -1))
-			bad := writeFile(t, "bad.csv.gz", bad)
-			if name == "larger" && len(settlement) >= big.Len() {
-				t.Fatalf("the truncated gzip (%d bytes) is not the larger input", big.Len())
+			other := writeFile(t, "other.itemized.csv", c.other)
+			bad := writeFile(t, "bad.csv.gz", c.bad)
+			if name == "larger" && len(settlement) >= len(big) {
+				t.Fatalf("the truncated gzip (%d bytes) is not the larger input", len(big))
+			}
+			if name == "between" && !(len(settlement) < len(c.bad) && len(c.bad) < len(c.other)) {
+				t.Fatalf("the truncated gzip (%d bytes) is not between the others (%d and %d)", len(c.bad), len(settlement), len(c.other))
 			}
 			code, _, errOut := reconcileCmd(t, "run", "--ledger", ledger, good, bad, other)
 			if code != exitUsage || !strings.Contains(errOut, bad) {
