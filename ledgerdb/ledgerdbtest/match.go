@@ -128,16 +128,18 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 		charge("r:charge:16b", "stripe", "refund", reconcile.StatusConfirmed, "pi_16", t0),
 		charge("r:notify:17", "ses", "notify", reconcile.StatusAttempted, "", t0),
 		charge("r:refund:18", "adyen", "refund", reconcile.StatusConfirmed, "MOD18", t0),
+		charge("r:charge:19", "stripe", "charge", reconcile.StatusConfirmed, "pi_19", t0),
 	}
 	if err := e.store.EffectLoad(e.ctx, effects); err != nil {
 		e.t.Fatal(err)
 	}
-	// r:charge:12 and 13 are confirmed and final: only 12 is named again.
+	// r:charge:12, 13 and 19 are confirmed and final: 12 is named again by
+	// key, 19 as a refund's parent.
 	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
 		e.t.Fatal(err)
 	}
 	var final []reconcile.Discrepancy
-	for _, k := range []string{"r:charge:12", "r:charge:13"} {
+	for _, k := range []string{"r:charge:12", "r:charge:13", "r:charge:19"} {
 		final = append(final, reconcile.Discrepancy{Class: reconcile.ClassConfirmed, EffectKey: k, Provider: "stripe",
 			Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "x"}}})
 	}
@@ -154,6 +156,8 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 		ev("stripe", "ch_old", reconcile.KindCharge, "r:charge:13", "", ""), // names an effect out of scope: not read
 		ev("stripe", "ch_1", reconcile.KindCharge, "", "", ""),              // names nothing in scope: not read
 	})
+	refund19 := ev("stripe", "re_19", reconcile.KindRefund, "", "", "")
+	refund19.ParentEffectKey = "r:charge:19" // and no id of the charge's
 	run := e.ingestEvidence("h1", "new.csv", []reconcile.Evidence{
 		ev("stripe", "ch_1", reconcile.KindCharge, "r:charge:1", "pi_1", ""),
 		ev("stripe", "ch_1", reconcile.KindCharge, "", "", ""),               // the same transaction in a webhook
@@ -175,6 +179,7 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 		ev("stripe", "ch_16", reconcile.KindCharge, "", "pi_16", ""),     // pi_16 is also a refund's: the effect that makes charges
 		ev("stripe", "", reconcile.KindFee, "r:charge:1", "", ""),        // fees link to nothing and are not read
 		ev("adyen", "PSP18/MOD18", reconcile.KindRefund, "", "", "PSP0"), // by its modification reference alone
+		refund19,
 	})
 	parts, sum := e.partitions(1, []int64{run}, nil)
 
@@ -185,6 +190,7 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 		"r:charge:9": {"@new.csv:12", "ch_9@new.csv:13"}, "r:charge:10": {"@new.csv:14"}, "r:charge:11": {"ch_11@old.csv:2"},
 		"r:charge:12": {"ch_12@new.csv:17"}, "r:charge:14": {"ch_14@new.csv:18"}, "r:charge:15": nil,
 		"r:charge:16a r:charge:16b": {"ch_16@new.csv:19"}, "r:notify:17": nil, "r:refund:18": {"PSP18/MOD18@new.csv:21"},
+		"r:charge:19": {"re_19@new.csv:22"},
 	}
 	got := map[string][]string{}
 	var alone []string // records in partitions without an effect
@@ -223,8 +229,8 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 	if diff := cmp.Diff([]string{"@new.csv:15", "ch_u@new.csv:16"}, alone); diff != "" {
 		e.t.Errorf("records that link to nothing (-want +got):\n%s", diff)
 	}
-	if sum.Effects != 18 || sum.Records != 21 || sum.Partitions != len(parts) {
-		e.t.Errorf("summary = %+v, want 18 effects, 21 records, %d partitions", sum, len(parts))
+	if sum.Effects != 19 || sum.Records != 22 || sum.Partitions != len(parts) {
+		e.t.Errorf("summary = %+v, want 19 effects, 22 records, %d partitions", sum, len(parts))
 	}
 }
 
