@@ -139,6 +139,13 @@ Examples:
 // rather than let the heap reach twice what is live.
 const runMemoryLimit = 768 << 20
 
+// runGCPercent is how far a run's heap grows past what is live before the
+// collector runs, unless GOGC sets it: the limit above bounds the heap, so
+// that the collector need not run each time a small live heap doubles (1M
+// effects: 15.4 to 16.2 s against 16.3 to 17.4 s, its peak 760 to 790 MB
+// against 410 to 500 MB).
+const runGCPercent = 400
+
 // cpuProfileEnv names the file a run writes its CPU profile to, when set:
 // how bench --cpuprofile profiles the run's own process.
 const cpuProfileEnv = "RECONCILE_CPUPROFILE"
@@ -159,6 +166,9 @@ func startCPUProfile(path string) (stop func(), err error) {
 func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(runMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(runGCPercent)
 	}
 	if path := os.Getenv(cpuProfileEnv); path != "" {
 		stop, err := startCPUProfile(path)
