@@ -93,7 +93,7 @@ func (s *Spill) Close() error {
 }
 
 // joinShare is about how many values Cut joins at a time: the Router
-// holds 32 bytes for each.
+// holds 24 bytes for each.
 const joinShare = 6 << 20
 
 // cutHold is about how many bytes of rows Cut holds at a time, twice.
