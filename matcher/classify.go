@@ -243,7 +243,7 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	for i := range evidence {
 		recs[i] = &evidence[i]
 	}
-	slices.SortFunc(recs, compareRecords)
+	sortRecords(recs)
 	type intent struct{ provider, id string }
 	chargeOfIntent := map[intent]string{}
 	// Only a record without an id asks it: most partitions have none.
@@ -343,6 +343,48 @@ func compareTx(a, b *reconcile.Transaction) int {
 		return c
 	}
 	return cmp.Compare(a.Amount.Minor, b.Amount.Minor) // a dispute's withdrawal and reinstatement
+}
+
+// sortRecords orders recs by compareRecords. A partition's records come
+// as a few runs already in that order (each source's, by line, as read):
+// those are merged; records in no such order are sorted.
+func sortRecords(recs []*reconcile.Evidence) {
+	var ends []int // where each run ends
+	for i := 1; i < len(recs); i++ {
+		if compareRecords(recs[i-1], recs[i]) > 0 {
+			if ends = append(ends, i); len(ends) > 16 {
+				slices.SortFunc(recs, compareRecords)
+				return
+			}
+		}
+	}
+	if len(ends) == 0 {
+		return
+	}
+	ends = append(ends, len(recs))
+	src, dst := recs, make([]*reconcile.Evidence, len(recs))
+	for len(ends) > 1 { // each pass merges the runs two by two
+		var next []int
+		start := 0
+		for k := 0; k < len(ends); k += 2 {
+			mid, end := ends[k], ends[k]
+			if k+1 < len(ends) {
+				end = ends[k+1]
+			}
+			a, b, out := src[start:mid], src[mid:end], dst[start:start]
+			for len(a) > 0 && len(b) > 0 {
+				if compareRecords(b[0], a[0]) < 0 {
+					out, b = append(out, b[0]), b[1:]
+				} else {
+					out, a = append(out, a[0]), a[1:]
+				}
+			}
+			_ = append(append(out, a...), b...) // into dst, which out shares
+			next, start = append(next, end), end
+		}
+		src, dst, ends = dst, src, next
+	}
+	copy(recs, src)
 }
 
 // compareRecords orders evidence records by where they were read, then by
