@@ -371,15 +371,15 @@ func sortRecords(recs []*reconcile.Evidence) {
 			if k+1 < len(ends) {
 				end = ends[k+1]
 			}
-			a, b, out := src[start:mid], src[mid:end], dst[start:start]
-			for len(a) > 0 && len(b) > 0 {
+			a, b, i := src[start:mid], src[mid:end], start
+			for ; len(a) > 0 && len(b) > 0; i++ {
 				if compareRecords(b[0], a[0]) < 0 {
-					out, b = append(out, b[0]), b[1:]
+					dst[i], b = b[0], b[1:]
 				} else {
-					out, a = append(out, a[0]), a[1:]
+					dst[i], a = a[0], a[1:]
 				}
 			}
-			_ = append(append(out, a...), b...) // into dst, which out shares
+			copy(dst[i+copy(dst[i:], a):], b)
 			next, start = append(next, end), end
 		}
 		src, dst, ends = dst, src, next
