@@ -61,6 +61,9 @@ func EffectStateOf(st *reconcile.EffectState) *EffectState {
 }
 
 // Evidence is a record of a provider's file, with where it was read.
+// Description, metadata and raw are empty when the ledger keeps no details
+// of the record: one that a run ingested and matched, and that none of its
+// findings named (README, "The ledger").
 type Evidence struct {
 	Provider        string            `json:"provider"`
 	TxID            string            `json:"tx_id"`

@@ -3,6 +3,7 @@ package ledgerdbtest
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -150,5 +151,105 @@ func testLinkedEvidence(e *env) {
 	if linked, err := e.store.EvidenceListLinked(e.ctx, &ledgerdb.LinkParams{Keys: []string{"run_1:charge:0"},
 		ExcludeSources: []int64{first.SourceID, second.SourceID}}); err != nil || len(linked) != 0 {
 		e.t.Errorf("LinkedEvidence excluding every source = %d rows, %v", len(linked), err)
+	}
+}
+
+// testAKeptSourceKeepsTheRawRowsOfItsFindings: a source that a run
+// ingests and matches itself (IngestParams.Keep) keeps each record's
+// description, metadata and raw row only when a finding of the run's other
+// than confirmed names the record's transaction (among its transactions or
+// its related ones) or its effect; every record keeps its normalized fields
+// and provenance. A source ingested on its own keeps every raw row, and so
+// does a run that ends before it records its findings, when its store
+// closes.
+func testAKeptSourceKeepsTheRawRowsOfItsFindings(e *env) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{
+		charge("r:charge:1", "stripe", "charge", reconcile.StatusConfirmed, "ch_1", t0),
+		charge("r:charge:2", "stripe", "charge", reconcile.StatusConfirmed, "ch_2", t0),
+		charge("r:charge:6", "stripe", "charge", reconcile.StatusAttempted, "", t0),
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_d"}); err != nil {
+		e.t.Fatal(err)
+	}
+	ev := func(id, key string) reconcile.Evidence {
+		return reconcile.Evidence{Provider: "stripe", TxID: id, EffectKey: key, Kind: reconcile.KindCharge, RawKind: "charge",
+			Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Time: t0, Description: "about " + id,
+			Metadata: map[string]string{"id": id}, Raw: "raw," + id}
+	}
+	ingest := func(store ledgerdb.Store, hash string, keep bool, evs ...reconcile.Evidence) int64 {
+		e.t.Helper()
+		res, err := store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: hash + ".csv", Keep: keep}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			for i := range evs {
+				evs[i].URI, evs[i].Line = hash+".csv", i+2
+				if err := w.Evidence(&evs[i]); err != nil {
+					return nil, err
+				}
+			}
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "stripe-itemized", Hash: hash, Rows: len(evs), Evidence: len(evs)}}, nil
+		})
+		if err != nil || res.Duplicate {
+			e.t.Fatalf("SourceIngest(%s) = %+v, %v", hash, res, err)
+		}
+		return res.SourceID
+	}
+	refund := ev("re_4", "")
+	refund.Kind, refund.ParentTxID = reconcile.KindRefund, "ch_2"
+	ingest(e.store, "h_report", true, ev("ch_1", "r:charge:1"), ev("ch_2", "r:charge:2"), ev("ch_3", ""), refund, ev("fee_5", ""),
+		ev("", "r:charge:6"))
+	ingest(e.store, "h_hooks", true, ev("ch_2", "r:charge:2"), ev("ch_1", "r:charge:1"))
+	ingest(e.store, "h_alone", false, ev("ch_7", ""))
+	other := e.another()
+	ingest(other, "h_unrecorded", true, ev("ch_8", ""))
+	if err := other.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+
+	tx := func(id string) reconcile.Transaction {
+		return reconcile.Transaction{Provider: "stripe", ID: id, Kind: reconcile.KindCharge}
+	}
+	findings := []reconcile.Discrepancy{
+		{Class: reconcile.ClassConfirmed, EffectKey: "r:charge:1", Provider: "stripe", Transactions: []reconcile.Transaction{tx("ch_1")}},
+		{Class: reconcile.ClassMismatched, EffectKey: "r:charge:2", Provider: "stripe", Currency: "EUR", Transactions: []reconcile.Transaction{tx("ch_2")},
+			Related: []reconcile.Transaction{tx("re_4")}, Reason: "amount"},
+		{Class: reconcile.ClassMissing, EffectKey: "r:charge:6", Provider: "stripe", Currency: "EUR", Reason: "none"},
+		{Class: reconcile.ClassUnexpected, Provider: "stripe", Currency: "EUR", Transactions: []reconcile.Transaction{tx("ch_3")}, Reason: "no effect"},
+	}
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_d", Discrepancies: append(findings,
+		reconcile.Discrepancy{Class: reconcile.ClassMissing, EffectKey: "r:charge:404", Provider: "stripe"})}); err == nil {
+		e.t.Fatal("findings about an effect the ledger lacks were recorded")
+	}
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_d", Discrepancies: findings}); err != nil {
+		e.t.Fatal(err)
+	}
+	linked, err := e.store.EvidenceListLinked(e.ctx, &ledgerdb.LinkParams{Keys: []string{"r:charge:6"},
+		IDs: []string{"ch_1", "ch_2", "ch_3", "re_4", "fee_5", "ch_7", "ch_8"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var got []string
+	for _, x := range linked {
+		s := fmt.Sprintf("%s %s:%d %s", x.TxID, x.URI, x.Line, x.SourceHash)
+		if x.Raw != "" || x.Description != "" || x.Metadata != nil {
+			s += fmt.Sprintf(" %q %q %v", x.Raw, x.Description, x.Metadata)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"ch_1 h_report.csv:2 h_report",
+		`ch_2 h_report.csv:3 h_report "raw,ch_2" "about ch_2" map[id:ch_2]`,
+		`ch_3 h_report.csv:4 h_report "raw,ch_3" "about ch_3" map[id:ch_3]`,
+		`re_4 h_report.csv:5 h_report "raw,re_4" "about re_4" map[id:re_4]`,
+		"fee_5 h_report.csv:6 h_report",
+		` h_report.csv:7 h_report "raw," "about " map[id:]`,
+		`ch_2 h_hooks.csv:2 h_hooks "raw,ch_2" "about ch_2" map[id:ch_2]`,
+		"ch_1 h_hooks.csv:3 h_hooks",
+		`ch_7 h_alone.csv:2 h_alone "raw,ch_7" "about ch_7" map[id:ch_7]`,
+		`ch_8 h_unrecorded.csv:2 h_unrecorded "raw,ch_8" "about ch_8" map[id:ch_8]`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("evidence after the run (-want +got):\n%s", diff)
 	}
 }

@@ -78,6 +78,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"FindingsConfirmAttemptedEffectsWithoutOverwritingTheApplication", testFindingsConfirmAttemptedEffects},
 		{"FindingsRoundTrip", testFindingsRoundTrip},
 		{"LinkedEvidenceFindsEarlierEvidence", testLinkedEvidence},
+		{"AKeptSourceKeepsTheRawRowsOfItsFindings", testAKeptSourceKeepsTheRawRowsOfItsFindings},
 		{"ClaimWritesCompensationRowInTheSameTransaction", testClaimWritesCompensationRow},
 		{"ClaimWithConflictingRowTakesNothing", testClaimWithConflictingRowTakesNothing},
 		{"SettleConfirmsOnlyWhenWritten", testSettleConfirmsOnlyWhenWritten},

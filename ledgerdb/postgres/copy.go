@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -122,6 +123,10 @@ func (b copyRow) text(s string) copyRow {
 	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
 }
 
+func (b copyRow) bytes(s []byte) copyRow {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
 func (b copyRow) null() copyRow { return binary.BigEndian.AppendUint32(b, math.MaxUint32) }
 
 func (b copyRow) bool(v bool) copyRow {
@@ -149,6 +154,7 @@ func (b copyRow) timestamptz(t time.Time) copyRow {
 // written after it.
 type evidenceWriter struct {
 	stream   *copyStream
+	details  *driver.Details
 	source   int64
 	seq      int
 	buf      copyRow
@@ -157,8 +163,7 @@ type evidenceWriter struct {
 
 // evidenceCopyCols are the columns evidenceWriter writes, in its order.
 var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id", "kind", "raw_kind", "amount_minor", "currency",
-	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id",
-	"description", "metadata", "raw"}
+	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id"}
 
 // Evidence implements ledgerdb.SourceWriter.
 func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
@@ -172,15 +177,11 @@ func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
 	b := w.buf.fields(len(evidenceCopyCols)).int8(w.source).int4(w.seq).int4(e.Line).
 		text(e.Provider).text(e.TxID).text(string(e.Kind)).text(e.RawKind).int8(e.Amount.Minor).text(e.Amount.Currency).
 		int8(e.Fee).timestamptz(e.Time).bool(e.Pending).bool(e.Failed).
-		text(e.EffectKey).text(e.ParentEffectKey).text(e.PaymentIntent).text(e.ParentTxID).text(e.Description)
-	if len(e.Metadata) > 0 { // its length, once written
-		at := len(b)
-		b = driver.AppendMetadata(append(b, 0, 0, 0, 0), e.Metadata)
-		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
-	} else {
-		b = b.null()
+		text(e.EffectKey).text(e.ParentEffectKey).text(e.PaymentIntent).text(e.ParentTxID)
+	w.buf = b
+	if err := w.details.Add(w.seq, e); err != nil {
+		return err
 	}
-	w.buf = b.text(e.Raw)
 	if len(w.buf) < copyChunk {
 		return nil
 	}
@@ -215,6 +216,46 @@ func (w *evidenceWriter) close() error {
 	}
 	w.buf = append(w.buf, copyTrailer...)
 	return w.flush()
+}
+
+// copyDetails copies into evidence_detail, on tx, the details of each
+// source in held that pick takes (every one when pick is nil).
+func copyDetails(ctx context.Context, tx pgx.Tx, held map[int64]*driver.Details, pick func(txID, effectKey []byte) bool) error {
+	for id, d := range held {
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w := bufio.NewWriterSize(pw, copyChunk)
+			_, err := w.Write(copyHeader)
+			var b copyRow
+			if err == nil {
+				err = d.Each(pick, func(x *driver.Detail) error {
+					b = b[:0].fields(5).int8(id).int4(x.Seq).bytes(x.Description)
+					if x.Metadata == nil {
+						b = b.null()
+					} else {
+						b = b.bytes(x.Metadata)
+					}
+					_, err := w.Write(b.bytes(x.Raw))
+					return err
+				})
+			}
+			if err == nil {
+				if _, err = w.Write(copyTrailer); err == nil {
+					err = w.Flush()
+				}
+			}
+			pw.CloseWithError(err)
+		}()
+		_, err := tx.Conn().PgConn().CopyFrom(ctx, pr, copySQL("evidence_detail", "source_id, seq, description, metadata, raw"))
+		pr.CloseWithError(errors.New("copy ended"))
+		<-done
+		if err != nil {
+			return fmt.Errorf("details of source %d: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // copyRows copies n rows into table's columns cols (named as in SQL) in

@@ -23,7 +23,7 @@ func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) 
 	}
 	out := make([]reconcile.Evidence, len(rows))
 	for i, r := range rows {
-		if out[i], err = evidenceOf(r.Evidence, r.Uri, r.SourceHash); err != nil {
+		if out[i], err = evidenceOf(dbsqlc.EvidenceListBySourceRow(r)); err != nil {
 			return nil, err
 		}
 	}
@@ -35,8 +35,11 @@ func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) 
 // effects has hundreds of thousands of findings. Hand-written, whole: its
 // COPYs and the statements over its temporary table are beyond sqlc.
 func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
-	res, dec := &ledgerdb.FindingsResult{}, driver.Decide(p)
+	res, dec, held := &ledgerdb.FindingsResult{}, driver.Decide(p), s.kept.Held()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := copyDetails(ctx, tx, held, driver.Named(p.Discrepancies)); err != nil {
+			return err
+		}
 		now := s.now()
 		keys, ids := make([]string, len(dec.Confirm)), make([]string, len(dec.Confirm))
 		for i, c := range dec.Confirm {
@@ -79,6 +82,7 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 	if err != nil {
 		return nil, fmt.Errorf("record findings of run %s: %w", p.RunID, err)
 	}
+	s.kept.Written(held)
 	return res, nil
 }
 

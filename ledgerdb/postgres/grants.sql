@@ -9,7 +9,7 @@ GRANT USAGE ON SCHEMA public TO reconcile;
 
 -- The job's own tables. It deletes nothing of them.
 GRANT SELECT, INSERT, UPDATE ON claim, run, source, effect_state, escalation TO reconcile;
-GRANT SELECT, INSERT ON orphan, evidence, rejected_row, finding, resolution TO reconcile;
+GRANT SELECT, INSERT ON orphan, evidence, evidence_detail, rejected_row, finding, resolution TO reconcile;
 GRANT SELECT ON schema_migration, deferred_index TO reconcile;
 GRANT USAGE ON SEQUENCE orphan_id_seq, source_id_seq, resolution_id_seq TO reconcile;
 

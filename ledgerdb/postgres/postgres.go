@@ -84,11 +84,20 @@ func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) 
 // on a connection and in a transaction of its own.
 func (s *Store) ParallelWrites() {}
 
-// Close releases the pool.
+// Close releases the pool. The details of records that a run ingested
+// and kept for its findings, when it ended before it recorded them, are
+// written first, every one: a later run may find what this one did not.
 func (s *Store) Close() error {
+	held := s.kept.Held()
+	var err error
+	if len(held) > 0 {
+		err = pgx.BeginFunc(context.Background(), s.pool, func(tx pgx.Tx) error {
+			return copyDetails(context.Background(), tx, held, nil)
+		})
+	}
 	s.pool.Close()
 	s.kept.Close()
-	return nil
+	return err
 }
 
 // SchemaCheck implements ledgerdb.Store.
@@ -118,6 +127,21 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 // processes that migrate at once take turns. Its statements are
 // hand-written: they make the schema that sqlc generates against.
 func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
+	done, err := s.apply(ctx, migrations())
+	if err == nil {
+		err = s.migrateRiver(ctx)
+	}
+	if err == nil { // deferred by a process that died before it built them
+		_, err = s.IndexesBuild(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
+	}
+	return done, nil
+}
+
+// apply applies the migrations of fsys that the ledger lacks.
+func (s *Store) apply(ctx context.Context, fsys fs.FS) ([]ledgerdb.Migration, error) {
 	var done []ledgerdb.Migration
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.reconcile.migrate'))`); err != nil {
@@ -134,23 +158,14 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 		if err != nil {
 			return err
 		}
-		done, err = driver.Apply(migrations(), have, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
+		done, err = driver.Apply(fsys, have, `INSERT INTO schema_migration (version, name, checksum) VALUES ($1, $2, $3)`,
 			func(sql string, args ...any) error {
 				_, err := tx.Exec(ctx, sql, args...)
 				return err
 			})
 		return err
 	})
-	if err == nil {
-		err = s.migrateRiver(ctx)
-	}
-	if err == nil { // deferred by a process that died before it built them
-		_, err = s.IndexesBuild(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
-	}
-	return done, nil
+	return done, err
 }
 
 // migrateRiver brings River's tables up to date, beside the ledger's, for

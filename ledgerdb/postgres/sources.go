@@ -44,7 +44,7 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		}
 		id := res.SourceID
 		stream, wait := copyInto(ctx, tx, "evidence", evidenceCopyCols)
-		w := &evidenceWriter{stream: stream, source: id}
+		w := &evidenceWriter{stream: stream, source: id, details: keep.Details()}
 		cw := driver.Cover(keep.Over(w), time.Microsecond)
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()
@@ -54,6 +54,9 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		stream.end(err)
 		if cerr := wait(); err == nil {
 			err = cerr
+		}
+		if err == nil && !p.Keep {
+			err = copyDetails(ctx, tx, map[int64]*driver.Details{id: keep.Details()}, nil)
 		}
 		if err != nil {
 			return err
@@ -121,7 +124,7 @@ func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRe
 	}
 	evidence := make([]reconcile.Evidence, len(rows))
 	for i, r := range rows {
-		if evidence[i], err = evidenceOf(r.Evidence, r.Uri, r.SourceHash); err != nil {
+		if evidence[i], err = evidenceOf(r); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -154,16 +157,18 @@ func rejectedRows(ctx context.Context, q *dbsqlc.Queries, rec *ledgerdb.SourceRe
 	return out, nil
 }
 
-// evidenceOf converts an evidence row with its source's URI and hash, its
-// time in UTC and its metadata decoded.
-func evidenceOf(r dbsqlc.Evidence, uri, hash string) (reconcile.Evidence, error) {
+// evidenceOf converts an evidence row with its source's URI and hash and
+// its details (empty when the ledger keeps none), its time in UTC and its
+// metadata decoded.
+func evidenceOf(row dbsqlc.EvidenceListBySourceRow) (reconcile.Evidence, error) {
+	r := &row.Evidence
 	e := reconcile.Evidence{Line: r.Line, Provider: r.Provider, TxID: r.TxID, Kind: reconcile.Kind(r.Kind), RawKind: r.RawKind,
 		Amount: reconcile.Money{Minor: r.AmountMinor, Currency: r.Currency}, Fee: r.FeeMinor, Time: utcOf(r.OccurredAt),
 		Pending: r.Pending, Failed: r.Failed, EffectKey: r.EffectKey, ParentEffectKey: r.ParentEffectKey, PaymentIntent: r.PaymentIntent,
-		ParentTxID: r.ParentTxID, Description: r.Description, Raw: r.Raw, URI: uri, SourceHash: hash}
-	if r.Metadata == nil {
+		ParentTxID: r.ParentTxID, Description: row.Description, Raw: row.Raw, URI: row.Uri, SourceHash: row.SourceHash}
+	if row.Metadata == nil {
 		return e, nil
 	}
-	err := json.Unmarshal(r.Metadata, &e.Metadata)
+	err := json.Unmarshal(row.Metadata, &e.Metadata)
 	return e, err
 }

@@ -34,7 +34,7 @@ func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) 
 	}
 	var out []reconcile.Evidence
 	for _, r := range rows {
-		e, err := evidenceFromRow(r.Evidence, r.URI, r.Hash)
+		e, err := evidenceFromRow(dbsqlc.EvidenceListBySourceRow(r))
 		if err != nil {
 			return nil, err
 		}
@@ -46,8 +46,11 @@ func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) 
 // FindingRecord implements ledgerdb.Store.
 // Hand-written: bulk writes through three statements prepared once; generated queries are compiled again for every row.
 func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (*ledgerdb.FindingsResult, error) {
-	res := &ledgerdb.FindingsResult{}
+	res, held := &ledgerdb.FindingsResult{}, s.kept.Held()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := insertDetails(ctx, tx, held, driver.Named(p.Discrepancies)); err != nil {
+			return err
+		}
 		now := ts(s.now())
 		insFinding, err := tx.PrepareContext(ctx, `INSERT INTO finding (run_id, seq, class, effect_key, provider, currency,
 			expected_minor, observed_minor, transactions, actions, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -98,6 +101,7 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 	if err != nil {
 		return nil, fmt.Errorf("record findings of run %s: %w", p.RunID, err)
 	}
+	s.kept.Written(held)
 	return res, nil
 }
 

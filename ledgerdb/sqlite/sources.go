@@ -59,7 +59,7 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		}
 		defer insRej.Close()
 		id := res.SourceID
-		b := driver.NewBatcher(
+		b := driver.NewBatcher(keep.Details(),
 			func(rows []driver.SeqEvidence) error {
 				for len(rows) > 0 {
 					n, stmt := rowsPerInsert, insEvs
@@ -71,7 +71,7 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 						e := r.Evidence
 						args = append(args, id, r.Seq, e.Line, e.Provider, e.TxID, string(e.Kind), e.RawKind, e.Amount.Minor,
 							e.Amount.Currency, e.Fee, nullTS(e.Time), e.Pending, e.Failed, e.EffectKey, e.ParentEffectKey, e.PaymentIntent,
-							e.ParentTxID, e.Description, nullJSON(r.Metadata), e.Raw)
+							e.ParentTxID)
 					}
 					if _, err := stmt.ExecContext(ctx, args...); err != nil {
 						return err
@@ -97,6 +97,11 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		if err := b.Flush(); err != nil {
 			return err
 		}
+		if !p.Keep {
+			if err := insertDetails(ctx, tx, map[int64]*driver.Details{id: keep.Details()}, nil); err != nil {
+				return err
+			}
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE source SET hash = ?, format = ?, bytes = ?, row_count = ?, evidence_count = ?,
 			rejected_count = ?, ignored_count = ? WHERE id = ?`,
 			rec.Hash, rec.Format, rec.Bytes, rec.Rows, rec.Evidence, rec.Rejected, rec.Ignored, id)
@@ -115,14 +120,57 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 const rowsPerInsert = 100
 
 // evidenceCols is how many columns an evidence row has.
-const evidenceCols = 20
+const evidenceCols = 17
 
 // evidenceInsert is the INSERT of n evidence rows.
 func evidenceInsert(n int) string {
-	row := "(" + strings.Repeat("?, ", evidenceCols-1) + "?)"
 	return `INSERT INTO evidence (source_id, seq, line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
-		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw) VALUES ` +
-		strings.Repeat(row+", ", n-1) + row
+		pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id) VALUES ` + values(evidenceCols, n)
+}
+
+// values is the VALUES list of n rows of cols parameters each.
+func values(cols, n int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	return strings.Repeat(row+", ", n-1) + row
+}
+
+// insertDetails inserts into evidence_detail, on tx, the details of each
+// source in held that pick takes (every one when pick is nil), rowsPerInsert
+// rows a statement.
+func insertDetails(ctx context.Context, tx *sql.Tx, held map[int64]*driver.Details, pick func(txID, effectKey []byte) bool) error {
+	const cols, insert = 5, `INSERT INTO evidence_detail (source_id, seq, description, metadata, raw) VALUES `
+	args := make([]any, 0, rowsPerInsert*cols)
+	var many *sql.Stmt
+	defer func() {
+		if many != nil {
+			many.Close()
+		}
+	}()
+	for id, d := range held {
+		err := d.Each(pick, func(x *driver.Detail) error {
+			args = append(args, id, x.Seq, string(x.Description), nullJSON(x.Metadata), string(x.Raw))
+			if len(args) < cap(args) {
+				return nil
+			}
+			if many == nil {
+				var err error
+				if many, err = tx.PrepareContext(ctx, insert+values(cols, rowsPerInsert)); err != nil {
+					return err
+				}
+			}
+			_, err := many.ExecContext(ctx, args...)
+			args = args[:0]
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, insert+values(cols, len(args)/cols), args...)
+	return err
 }
 
 // sourceFromRow converts a manifest row.
@@ -174,7 +222,7 @@ func (s *Store) SourceGetRows(ctx context.Context, id int64) (*ledgerdb.SourceRe
 	}
 	var evidence []reconcile.Evidence
 	for _, r := range rows {
-		e, err := evidenceFromRow(r.Evidence, r.URI, r.Hash)
+		e, err := evidenceFromRow(r)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -208,8 +256,9 @@ func (s *Store) rejectedRows(ctx context.Context, rec *ledgerdb.SourceRecord, li
 }
 
 // evidenceFromRow converts an evidence row, with the URI and hash of its
-// source.
-func evidenceFromRow(r dbsqlc.Evidence, uri string, hash *string) (reconcile.Evidence, error) {
+// source and its details (empty when the ledger keeps none).
+func evidenceFromRow(row dbsqlc.EvidenceListBySourceRow) (reconcile.Evidence, error) {
+	r, uri, hash := &row.Evidence, row.URI, row.Hash
 	e := reconcile.Evidence{
 		Provider:        r.Provider,
 		TxID:            r.TxID,
@@ -223,18 +272,18 @@ func evidenceFromRow(r dbsqlc.Evidence, uri string, hash *string) (reconcile.Evi
 		ParentEffectKey: r.ParentEffectKey,
 		PaymentIntent:   r.PaymentIntent,
 		ParentTxID:      r.ParentTxID,
-		Description:     r.Description,
+		Description:     row.Description,
 		URI:             uri,
 		SourceHash:      text(hash),
 		Line:            int(r.Line),
-		Raw:             r.Raw,
+		Raw:             row.Raw,
 	}
 	var err error
 	if e.Time, err = parseNullTS(r.OccurredAt); err != nil {
 		return e, err
 	}
-	if r.Metadata != nil {
-		if err := json.Unmarshal([]byte(*r.Metadata), &e.Metadata); err != nil {
+	if row.Metadata != nil {
+		if err := json.Unmarshal([]byte(*row.Metadata), &e.Metadata); err != nil {
 			return e, err
 		}
 	}

@@ -111,10 +111,16 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 	return &Store{db: db, q: dbsqlc.New(db), renewals: renewals, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
 }
 
-// Close closes the file.
+// Close closes the file. The details of records that a run ingested and
+// kept for its findings, when it ended before it recorded them, are
+// written first, every one: a later run may find what this one did not.
 func (s *Store) Close() error {
+	var err error
+	if held := s.kept.Held(); len(held) > 0 {
+		err = s.inTx(context.Background(), func(tx *sql.Tx) error { return insertDetails(context.Background(), tx, held, nil) })
+	}
 	s.kept.Close()
-	return errors.Join(s.db.Close(), s.renewals.Close())
+	return errors.Join(err, s.db.Close(), s.renewals.Close())
 }
 
 // SchemaCheck implements ledgerdb.Store.
@@ -130,6 +136,18 @@ func (s *Store) SchemaCheck(ctx context.Context) error {
 // that migrate at once take turns.
 // Hand-written: the migrations are multi-statement scripts, and no migration creates schema_migration, so sqlc does not know it.
 func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error) {
+	done, err := s.apply(ctx, migrations())
+	if err == nil { // deferred by a process that died before it built them
+		_, err = s.IndexesBuild(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
+	}
+	return done, nil
+}
+
+// apply applies the migrations of fsys that the ledger lacks.
+func (s *Store) apply(ctx context.Context, fsys fs.FS) ([]ledgerdb.Migration, error) {
 	var done []ledgerdb.Migration
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migration (
@@ -143,20 +161,14 @@ func (s *Store) SchemaMigrate(ctx context.Context) ([]ledgerdb.Migration, error)
 		if err != nil {
 			return err
 		}
-		done, err = driver.Apply(migrations(), have, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
+		done, err = driver.Apply(fsys, have, `INSERT INTO schema_migration (version, name, checksum) VALUES (?, ?, ?)`,
 			func(sql string, args ...any) error {
 				_, err := tx.ExecContext(ctx, sql, args...)
 				return err
 			})
 		return err
 	})
-	if err == nil { // deferred by a process that died before it built them
-		_, err = s.IndexesBuild(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ledger %s: migrate: %w", s.where, err)
-	}
-	return done, nil
+	return done, err
 }
 
 // querier is what a *sql.DB and a *sql.Tx have in common.

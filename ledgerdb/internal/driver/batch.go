@@ -15,6 +15,7 @@ const batchSize = 5000
 // functions in batches, numbering them in the order they came (seq), so
 // that no two rows of a source share a key, however alike they are.
 type Batcher struct {
+	details  *Details
 	evidence []SeqEvidence
 	rejected []SeqRejected
 	seq      int
@@ -26,7 +27,6 @@ type Batcher struct {
 type SeqEvidence struct {
 	Seq      int
 	Evidence *reconcile.Evidence
-	Metadata []byte // Evidence.Metadata as JSON, nil when empty
 }
 
 // SeqRejected is a rejected row with its position in its source.
@@ -35,20 +35,20 @@ type SeqRejected struct {
 	Rejected *reconcile.Rejected
 }
 
-// NewBatcher returns a Batcher that flushes through the given functions.
-func NewBatcher(flushEv func([]SeqEvidence) error, flushRej func([]SeqRejected) error) *Batcher {
-	return &Batcher{flushEv: flushEv, flushRej: flushRej}
+// NewBatcher returns a Batcher that flushes through the given functions
+// and adds each record's details to details as it numbers them.
+func NewBatcher(details *Details, flushEv func([]SeqEvidence) error, flushRej func([]SeqRejected) error) *Batcher {
+	return &Batcher{details: details, flushEv: flushEv, flushRej: flushRej}
 }
 
 // Evidence implements SourceWriter.
 func (b *Batcher) Evidence(e *reconcile.Evidence) error {
 	b.seq++
-	var md []byte
-	if len(e.Metadata) > 0 {
-		md = AppendMetadata(nil, e.Metadata)
+	if err := b.details.Add(b.seq, e); err != nil {
+		return err
 	}
 	cp := *e
-	b.evidence = append(b.evidence, SeqEvidence{Seq: b.seq, Evidence: &cp, Metadata: md})
+	b.evidence = append(b.evidence, SeqEvidence{Seq: b.seq, Evidence: &cp})
 	if len(b.evidence) >= batchSize {
 		return b.flushEvidence()
 	}

@@ -23,6 +23,7 @@ import (
 type Kept struct {
 	mu      sync.Mutex
 	sources map[int64]*Keeping
+	details map[int64]*Details // of the kept sources, until their run records its findings
 }
 
 // Keeping is the writer of one source's ingest: it passes every row on
@@ -33,17 +34,23 @@ type Keeping struct {
 	precision time.Duration
 	f         *os.File // nil when nothing is kept
 	w         *bufio.Writer
+	details   *Details
+	keep      bool
 	tab       strtab
 	buf       []byte
 	id        int64
 	err       error // the first write to f that failed
 }
 
-// Keep begins an ingest's keeping: nothing unless p.Keep, else its
-// records with their times cut to the precision the ledger stores them at,
-// as Cover does. Done ends it.
+// Keep begins an ingest's keeping: its records' Details, and when p.Keep
+// its records with their times cut to the precision the ledger stores them
+// at, as Cover does. Done ends it.
 func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping, error) {
-	kw := &Keeping{precision: precision}
+	d, err := newDetails()
+	if err != nil {
+		return nil, err
+	}
+	kw := &Keeping{precision: precision, details: d, keep: p.Keep}
 	if p.Keep {
 		f, err := tempFile()
 		if err != nil {
@@ -53,6 +60,12 @@ func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping
 	}
 	return kw, nil
 }
+
+// Details are the details of the ingest's records, for the driver to add
+// to as it numbers them. Unless the ingest keeps its records, the driver
+// writes them all to the ledger in the ingest's transaction; else Done
+// holds them for FindingRecord (Held).
+func (kw *Keeping) Details() *Details { return kw.details }
 
 // Over returns the writer of the ingest: w, keeping what it is given
 // when the ingest asked for it.
@@ -84,6 +97,16 @@ func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
 // Done ends the ingest: what was kept goes to k when the ingest wrote the
 // source (err nil, res not a duplicate), else it is dropped.
 func (k *Kept) Done(kw *Keeping, res *ledgerdb.IngestResult, err error) {
+	if kw.keep && err == nil && !res.Duplicate {
+		k.mu.Lock()
+		if k.details == nil {
+			k.details = map[int64]*Details{}
+		}
+		k.details[res.SourceID] = kw.details
+		k.mu.Unlock()
+	} else {
+		kw.details.Close()
+	}
 	if kw.f == nil {
 		return
 	}
@@ -124,11 +147,39 @@ func (k *Kept) Take(ids []int64) (taken []*Keeping, rest []int64) {
 	return taken, rest
 }
 
+// Held returns the details k holds, by source.
+func (k *Kept) Held() map[int64]*Details {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	held := make(map[int64]*Details, len(k.details))
+	for id, d := range k.details {
+		held[id] = d
+	}
+	return held
+}
+
+// Written drops the details of held, which the ledger now holds as it
+// should.
+func (k *Kept) Written(held map[int64]*Details) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for id, d := range held {
+		if k.details[id] == d {
+			d.Close()
+			delete(k.details, id)
+		}
+	}
+}
+
 // Close drops everything kept.
 func (k *Kept) Close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.drop()
+	for id, d := range k.details {
+		d.Close()
+		delete(k.details, id)
+	}
 }
 
 func (k *Kept) drop() {

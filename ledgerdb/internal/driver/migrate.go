@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing/fstest"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -114,4 +115,18 @@ func Apply(fsys fs.FS, have []Applied, record string, exec func(sql string, args
 		}
 	}
 	return pending, nil
+}
+
+// Before is fsys with only the migrations older than version: the schema
+// of an earlier release, for the tests of an upgrade.
+func Before(fsys fs.FS, version int) fs.FS {
+	before := fstest.MapFS{}
+	ms, _ := fs.Glob(fsys, "*.sql")
+	for _, n := range ms {
+		if v, err := strconv.Atoi(strings.SplitN(path.Base(n), "_", 2)[0]); err == nil && v < version {
+			b, _ := fs.ReadFile(fsys, n)
+			before[n] = &fstest.MapFile{Data: b}
+		}
+	}
+	return before
 }

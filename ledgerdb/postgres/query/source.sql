@@ -20,8 +20,9 @@ SELECT line, reason, raw FROM rejected_row WHERE source_id = sqlc.arg(source_id)
 LIMIT nullif(sqlc.arg(max_rows)::bigint, 0);
 
 -- name: EvidenceListBySource :many
-SELECT sqlc.embed(ev), src.uri, coalesce(src.hash, '') AS source_hash
+SELECT sqlc.embed(ev), src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE ev.source_id = sqlc.arg(source_id)
 ORDER BY ev.source_id, ev.seq;
 
@@ -30,8 +31,9 @@ ORDER BY ev.source_id, ev.seq;
 -- effect or its parent's, or one of ids as its transaction, payment
 -- intent or parent transaction. Each comparison names the "C" collation,
 -- the lookup indexes' (migration 013).
-SELECT sqlc.embed(ev), src.uri, coalesce(src.hash, '') AS source_hash
+SELECT sqlc.embed(ev), src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE NOT ev.source_id = ANY(sqlc.arg(exclude_sources)::bigint[]) AND (
   (ev.effect_key <> '' AND ev.effect_key COLLATE "C" = ANY(sqlc.arg(keys)::text[]))
   OR (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY(sqlc.arg(keys)::text[]))

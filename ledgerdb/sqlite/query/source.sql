@@ -25,8 +25,9 @@ LIMIT CASE WHEN sqlc.arg(limit) > 0 THEN sqlc.arg(limit) ELSE -1 END;
 -- name: EvidenceListBySource :many
 -- EvidenceListBySource reads the evidence of a source in row order, with
 -- its provenance.
-SELECT sqlc.embed(ev), src.uri, src.hash
+SELECT sqlc.embed(ev), src.uri, src.hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE ev.source_id = sqlc.arg(source_id)
 ORDER BY ev.source_id, ev.seq;
 
@@ -34,8 +35,9 @@ ORDER BY ev.source_id, ev.seq;
 -- EvidenceListLinked reads the evidence outside exclude_sources that names
 -- one of keys (effect keys) or ids (provider ids), in source and row order,
 -- with its provenance. The three lists are JSON arrays.
-SELECT sqlc.embed(ev), src.uri, src.hash
+SELECT sqlc.embed(ev), src.uri, src.hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE ev.source_id NOT IN (SELECT value FROM json_each(sqlc.arg(exclude_sources))) AND (
     (ev.effect_key <> '' AND ev.effect_key IN (SELECT value FROM json_each(sqlc.arg(keys))))
     OR (ev.parent_effect_key <> '' AND ev.parent_effect_key IN (SELECT value FROM json_each(sqlc.arg(keys))))

@@ -85,9 +85,14 @@ type Evidence struct {
 	ParentEffectKey string
 	PaymentIntent   string
 	ParentTxID      string
-	Description     string
-	Metadata        []byte
-	Raw             string
+}
+
+type EvidenceDetail struct {
+	SourceID    int64
+	Seq         int
+	Description string
+	Metadata    []byte
+	Raw         string
 }
 
 type Finding struct {

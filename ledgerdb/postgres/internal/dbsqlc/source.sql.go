@@ -10,16 +10,20 @@ import (
 )
 
 const evidenceListBySource = `-- name: EvidenceListBySource :many
-SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, coalesce(src.hash, '') AS source_hash
+SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE ev.source_id = $1
 ORDER BY ev.source_id, ev.seq
 `
 
 type EvidenceListBySourceRow struct {
-	Evidence   Evidence
-	Uri        string
-	SourceHash string
+	Evidence    Evidence
+	Uri         string
+	SourceHash  string
+	Description string
+	Metadata    []byte
+	Raw         string
 }
 
 func (q *Queries) EvidenceListBySource(ctx context.Context, sourceID int64) ([]EvidenceListBySourceRow, error) {
@@ -49,11 +53,11 @@ func (q *Queries) EvidenceListBySource(ctx context.Context, sourceID int64) ([]E
 			&i.Evidence.ParentEffectKey,
 			&i.Evidence.PaymentIntent,
 			&i.Evidence.ParentTxID,
-			&i.Evidence.Description,
-			&i.Evidence.Metadata,
-			&i.Evidence.Raw,
 			&i.Uri,
 			&i.SourceHash,
+			&i.Description,
+			&i.Metadata,
+			&i.Raw,
 		); err != nil {
 			return nil, err
 		}
@@ -66,8 +70,9 @@ func (q *Queries) EvidenceListBySource(ctx context.Context, sourceID int64) ([]E
 }
 
 const evidenceListLinked = `-- name: EvidenceListLinked :many
-SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, coalesce(src.hash, '') AS source_hash
+SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE NOT ev.source_id = ANY($1::bigint[]) AND (
   (ev.effect_key <> '' AND ev.effect_key COLLATE "C" = ANY($2::text[]))
   OR (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($2::text[]))
@@ -84,9 +89,12 @@ type EvidenceListLinkedParams struct {
 }
 
 type EvidenceListLinkedRow struct {
-	Evidence   Evidence
-	Uri        string
-	SourceHash string
+	Evidence    Evidence
+	Uri         string
+	SourceHash  string
+	Description string
+	Metadata    []byte
+	Raw         string
 }
 
 // The evidence outside exclude_sources that names one of keys as its
@@ -120,11 +128,11 @@ func (q *Queries) EvidenceListLinked(ctx context.Context, arg EvidenceListLinked
 			&i.Evidence.ParentEffectKey,
 			&i.Evidence.PaymentIntent,
 			&i.Evidence.ParentTxID,
-			&i.Evidence.Description,
-			&i.Evidence.Metadata,
-			&i.Evidence.Raw,
 			&i.Uri,
 			&i.SourceHash,
+			&i.Description,
+			&i.Metadata,
+			&i.Raw,
 		); err != nil {
 			return nil, err
 		}

@@ -81,9 +81,14 @@ type Evidence struct {
 	ParentEffectKey string
 	PaymentIntent   string
 	ParentTxID      string
-	Description     string
-	Metadata        *string
-	Raw             string
+}
+
+type EvidenceDetail struct {
+	SourceID    int64
+	Seq         int64
+	Description string
+	Metadata    *string
+	Raw         string
 }
 
 type Finding struct {

@@ -10,16 +10,20 @@ import (
 )
 
 const evidenceListBySource = `-- name: EvidenceListBySource :many
-SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, src.hash
+SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, src.uri, src.hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE ev.source_id = ?1
 ORDER BY ev.source_id, ev.seq
 `
 
 type EvidenceListBySourceRow struct {
-	Evidence Evidence
-	URI      string
-	Hash     *string
+	Evidence    Evidence
+	URI         string
+	Hash        *string
+	Description string
+	Metadata    *string
+	Raw         string
 }
 
 // EvidenceListBySource reads the evidence of a source in row order, with
@@ -51,11 +55,11 @@ func (q *Queries) EvidenceListBySource(ctx context.Context, sourceID int64) ([]E
 			&i.Evidence.ParentEffectKey,
 			&i.Evidence.PaymentIntent,
 			&i.Evidence.ParentTxID,
-			&i.Evidence.Description,
-			&i.Evidence.Metadata,
-			&i.Evidence.Raw,
 			&i.URI,
 			&i.Hash,
+			&i.Description,
+			&i.Metadata,
+			&i.Raw,
 		); err != nil {
 			return nil, err
 		}
@@ -71,8 +75,9 @@ func (q *Queries) EvidenceListBySource(ctx context.Context, sourceID int64) ([]E
 }
 
 const evidenceListLinked = `-- name: EvidenceListLinked :many
-SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, ev.description, ev.metadata, ev.raw, src.uri, src.hash
+SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, src.uri, src.hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
+LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE ev.source_id NOT IN (SELECT value FROM json_each(?1)) AND (
     (ev.effect_key <> '' AND ev.effect_key IN (SELECT value FROM json_each(?2)))
     OR (ev.parent_effect_key <> '' AND ev.parent_effect_key IN (SELECT value FROM json_each(?2)))
@@ -89,9 +94,12 @@ type EvidenceListLinkedParams struct {
 }
 
 type EvidenceListLinkedRow struct {
-	Evidence Evidence
-	URI      string
-	Hash     *string
+	Evidence    Evidence
+	URI         string
+	Hash        *string
+	Description string
+	Metadata    *string
+	Raw         string
 }
 
 // EvidenceListLinked reads the evidence outside exclude_sources that names
@@ -124,11 +132,11 @@ func (q *Queries) EvidenceListLinked(ctx context.Context, arg EvidenceListLinked
 			&i.Evidence.ParentEffectKey,
 			&i.Evidence.PaymentIntent,
 			&i.Evidence.ParentTxID,
-			&i.Evidence.Description,
-			&i.Evidence.Metadata,
-			&i.Evidence.Raw,
 			&i.URI,
 			&i.Hash,
+			&i.Description,
+			&i.Metadata,
+			&i.Raw,
 		); err != nil {
 			return nil, err
 		}
