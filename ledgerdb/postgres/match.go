@@ -123,18 +123,14 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 
 // prepare fetches the effects in scope and the earlier records, in
 // temporary tables, and cuts them and the run's records into partitions
-// (cut).
+// (cut). Every read of the ledger it makes after its housekeeping sees one
+// snapshot: a run that found no closed effect must not read the scope
+// after another run closed some, for its evidence would then not name
+// them back into it, and their records would look unexpected.
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
-	sources, linkKinds := nonNil(m.p.Sources), m.p.LinkKinds()
-	exec := func(sql string, args ...any) error {
-		_, err := m.conn.Exec(ctx, sql, args...)
-		return err
-	}
-	var closed, earlier bool
-	if err := m.conn.QueryRow(ctx, matchClosed).Scan(&closed); err != nil {
-		return err
-	}
-	if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id <> ALL($1))`, sources).Scan(&earlier); err != nil {
+	sources := nonNil(m.p.Sources)
+	var earlier bool
+	if err := m.conn.QueryRow(ctx, matchEarlierExists, sources).Scan(&earlier); err != nil {
 		return err
 	}
 	if err := analyzeStale(ctx, m.conn, sources); err != nil {
@@ -144,9 +140,33 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		// The reads of the run's records by source skip the earlier
 		// sources' pages only where evidence_source has summarized them
 		// (migration 014); otherwise each reads the whole table.
-		if err := exec(matchSummarize); err != nil {
+		if _, err := m.conn.Exec(ctx, matchSummarize); err != nil {
 			return err
 		}
+	}
+	if _, err := m.conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		return err
+	}
+	if err := m.fetch(ctx, sum); err != nil {
+		return err // the connection, closed with it, rolls it back
+	}
+	_, err := m.conn.Exec(ctx, `COMMIT`)
+	return err
+}
+
+// fetch is prepare's reading, in its snapshot.
+func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+	sources, linkKinds := nonNil(m.p.Sources), m.p.LinkKinds()
+	exec := func(sql string, args ...any) error {
+		_, err := m.conn.Exec(ctx, sql, args...)
+		return err
+	}
+	var closed, earlier bool
+	if err := m.conn.QueryRow(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, sources).Scan(&closed, &earlier); err != nil {
+		return err
+	}
+	if driver.ScopeRead != nil {
+		driver.ScopeRead()
 	}
 	if err := exec(matchSetup); err != nil {
 		return err

@@ -31,6 +31,10 @@ WHERE pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'evidence'::regclas
 	// only then can the run's evidence name one back into scope.
 	matchClosed = `SELECT EXISTS (SELECT 1 FROM effect_state WHERE final) OR EXISTS (SELECT 1 FROM effect WHERE status = 'abandoned')`
 
+	// matchEarlierExists says whether the ledger holds evidence of sources
+	// other than the run's ($1).
+	matchEarlierExists = `SELECT EXISTS (SELECT 1 FROM source WHERE id <> ALL($1))`
+
 	// matchEffect selects what the matcher reads of an effect: of its
 	// request only the amount and the currency (the whole request when it
 	// is not an object, for the matcher to reject; -> gives NULL for

@@ -110,8 +110,25 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 }
 
 // prepare fetches the effects in scope and the records, in temporary
-// tables, and cuts them into partitions (cut).
+// tables, and cuts them into partitions (cut), every read in one snapshot:
+// a run that found no closed effect must not read the scope after another
+// run closed some, for its evidence would then not name them back into
+// it, and their records would look unexpected.
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+	if _, err := m.conn.ExecContext(ctx, `BEGIN`); err != nil {
+		return err
+	}
+	err := m.fetch(ctx, sum)
+	if err == nil {
+		_, err = m.conn.ExecContext(ctx, `COMMIT`)
+	} else {
+		m.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+	return err
+}
+
+// fetch is prepare's reading, in its snapshot.
+func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	sources, linkKinds := jsonList(m.p.Sources), jsonList(m.p.LinkKinds())
 	exec := func(q string, args ...any) error {
 		_, err := m.conn.ExecContext(ctx, q, args...)
@@ -132,6 +149,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	var earlier bool
 	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id NOT IN (SELECT value FROM json_each(?)))`, sources).Scan(&earlier); err != nil {
 		return err
+	}
+	if driver.ScopeRead != nil {
+		driver.ScopeRead()
 	}
 	from, records := "("+matchScopeEffects+")", matchRecords
 	if earlier {

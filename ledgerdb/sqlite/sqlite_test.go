@@ -101,3 +101,8 @@ func TestAnUpgradeKeepsTheDetailsOfEveryRecord(t *testing.T) {
 		t.Errorf("evidence after the upgrade (-want +got):\n%s", diff)
 	}
 }
+
+// Not parallel: it sets a hook of the driver's.
+func TestAScopeIsOneSnapshot(t *testing.T) {
+	ledgerdbtest.ScopeIsOneSnapshot(t, ledgerdbtest.Driver("sqlite"))
+}

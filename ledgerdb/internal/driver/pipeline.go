@@ -74,3 +74,9 @@ func Pipeline[P any](ctx context.Context, count int, read func(ctx context.Conte
 
 // maxMatching bounds the partitions matched at once.
 const maxMatching = 4
+
+// ScopeRead, when set, is called by PartitionMatch once it has first looked
+// at the ledger (whether any effect is closed, whether earlier evidence
+// exists) and before it reads the effects in scope: a test writes there
+// what another process may write in between. Nil outside tests.
+var ScopeRead func()
