@@ -22,19 +22,24 @@ import (
 // the run records them: three records in a hundred on a usual night,
 // where these columns were two thirds of what a night wrote.
 type Details struct {
-	f       *os.File
-	w       *bufio.Writer
-	buf, md []byte
-	err     error // the first write that failed
+	index, blobs *os.File // per record: its seq, transaction, effect key and the length of its blob; the blobs
+	iw, bw       *bufio.Writer
+	buf, md      []byte
+	err          error // the first write that failed
 }
 
-// newDetails starts an empty Details in a temporary file.
+// newDetails starts an empty Details in two temporary files.
 func newDetails() (*Details, error) {
-	f, err := tempFile()
+	index, err := tempFile()
 	if err != nil {
 		return nil, err
 	}
-	return &Details{f: f, w: bufio.NewWriterSize(f, 1<<18)}, nil
+	blobs, err := tempFile()
+	if err != nil {
+		index.Close()
+		return nil, err
+	}
+	return &Details{index: index, blobs: blobs, iw: bufio.NewWriterSize(index, 64<<10), bw: bufio.NewWriterSize(blobs, 1<<18)}, nil
 }
 
 // Add writes the details of the record at seq.
@@ -46,15 +51,20 @@ func (d *Details) Add(seq int, e *reconcile.Evidence) error {
 	if len(e.Metadata) > 0 {
 		d.md = AppendMetadata(d.md, e.Metadata)
 	}
-	b := binary.AppendUvarint(d.buf[:0], uint64(seq))
-	for _, s := range [...]string{e.TxID, e.EffectKey, e.Description, e.Raw} {
+	b := d.buf[:0]
+	for _, s := range [...]string{e.Description, e.Raw} {
 		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
 	}
 	b = append(binary.AppendUvarint(b, uint64(len(d.md))), d.md...)
+	at := len(b)
+	b = binary.AppendUvarint(b, uint64(seq))
+	for _, s := range [...]string{e.TxID, e.EffectKey} {
+		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
+	}
+	b = binary.AppendUvarint(b, uint64(at))
 	d.buf = b
-	var n [binary.MaxVarintLen64]byte
-	if _, d.err = d.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); d.err == nil {
-		_, d.err = d.w.Write(b)
+	if _, d.err = d.bw.Write(b[:at]); d.err == nil {
+		_, d.err = d.iw.Write(b[at:])
 	}
 	if d.err != nil {
 		d.err = fmt.Errorf("details of the records: %w", d.err)
@@ -72,46 +82,65 @@ type Detail struct {
 }
 
 // Each calls fn with the details of every record, in order, that pick
-// (nil: every record) takes by its transaction and effect key.
+// (nil: every record) takes by its transaction and effect key. It reads
+// the index whole and, of the blobs, only those it takes.
 func (d *Details) Each(pick func(txID, effectKey []byte) bool, fn func(*Detail) error) error {
 	if d.err == nil {
-		d.err = d.w.Flush()
+		if d.err = d.iw.Flush(); d.err == nil {
+			d.err = d.bw.Flush()
+		}
 	}
 	if d.err != nil {
 		return d.err
 	}
-	end, err := d.f.Seek(0, io.SeekCurrent)
+	end, err := d.index.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(d.f, 0, end), 1<<18)
-	var row []byte
+	r := bufio.NewReaderSize(io.NewSectionReader(d.index, 0, end), 1<<16)
+	var (
+		names [2][]byte // transaction, effect key
+		blob  []byte
+		off   int64
+	)
+	cut := errors.New("details of the records: a row cut short")
 	for {
-		l, err := binary.ReadUvarint(r)
+		seq, err := binary.ReadUvarint(r)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
+		for i := range names {
+			var l uint64
+			if l, err = binary.ReadUvarint(r); err == nil {
+				names[i] = slices.Grow(names[i][:0], int(l))[:l]
+				_, err = io.ReadFull(r, names[i])
+			}
+		}
+		var size uint64
+		if err == nil {
+			size, err = binary.ReadUvarint(r)
+		}
 		if err != nil {
-			return err
+			return errors.Join(cut, err)
 		}
-		row = slices.Grow(row[:0], int(l))[:l]
-		if _, err := io.ReadFull(r, row); err != nil {
-			return err
+		at := off
+		off += int64(size)
+		if pick != nil && !pick(names[0], names[1]) {
+			continue
 		}
-		seq, n := binary.Uvarint(row)
-		b := row[n:]
-		var parts [5][]byte // transaction, effect key, description, raw row, metadata
-		for i := range parts {
+		blob = slices.Grow(blob[:0], int(size))[:size]
+		if _, err := d.blobs.ReadAt(blob, at); err != nil {
+			return errors.Join(cut, err)
+		}
+		var parts [3][]byte // description, raw row, metadata
+		for i, b := 0, blob; i < len(parts); i++ {
 			l, n := binary.Uvarint(b)
 			if n <= 0 || uint64(len(b)-n) < l {
-				return errors.New("details of the records: a row cut short")
+				return cut
 			}
 			parts[i], b = b[n:n+int(l)], b[n+int(l):]
 		}
-		if pick != nil && !pick(parts[0], parts[1]) {
-			continue
-		}
-		x := Detail{Seq: int(seq), Description: parts[2], Raw: parts[3], Metadata: parts[4]}
+		x := Detail{Seq: int(seq), Description: parts[0], Raw: parts[1], Metadata: parts[2]}
 		if len(x.Metadata) == 0 {
 			x.Metadata = nil
 		}
@@ -121,8 +150,11 @@ func (d *Details) Each(pick func(txID, effectKey []byte) bool, fn func(*Detail) 
 	}
 }
 
-// Close drops the file.
-func (d *Details) Close() { d.f.Close() }
+// Close drops the files.
+func (d *Details) Close() {
+	d.index.Close()
+	d.blobs.Close()
+}
 
 // Named takes the records that the findings other than confirmed name: by
 // their transaction, among a finding's transactions or its related ones,

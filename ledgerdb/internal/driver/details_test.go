@@ -1,0 +1,58 @@
+package driver
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"reconcile"
+)
+
+// Details give back, of the records pick takes, exactly what was added,
+// however long a record's fields and whether it has metadata or not.
+func TestDetailsGiveBackWhatWasAdded(t *testing.T) {
+	d, err := newDetails()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var want []string
+	for i := range 3000 {
+		e := &reconcile.Evidence{TxID: fmt.Sprint("ch_", i), EffectKey: fmt.Sprint("r:charge:", i%7), Description: strings.Repeat("d", i%5),
+			Raw: strings.Repeat(fmt.Sprint(i, ","), i%300)}
+		if i%3 == 0 {
+			e.Metadata = map[string]string{"i": fmt.Sprint(i), "q": `"` + "\n"}
+		}
+		if i == 7 {
+			e.TxID = ""
+		}
+		if err := d.Add(i+1, e); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 || e.EffectKey == "r:charge:3" {
+			md := ""
+			if e.Metadata != nil {
+				md = string(AppendMetadata(nil, e.Metadata))
+			}
+			want = append(want, fmt.Sprintf("%d %q %q %s", i+1, e.Description, e.Raw, md))
+		}
+	}
+	pick := func(txID, key []byte) bool {
+		var i int
+		_, err := fmt.Sscanf(string(txID), "ch_%d", &i)
+		return err == nil && i%10 == 0 || string(key) == "r:charge:3"
+	}
+	for range 2 { // read twice: Each does not use the files up
+		var got []string
+		if err := d.Each(pick, func(x *Detail) error {
+			got = append(got, fmt.Sprintf("%d %q %q %s", x.Seq, x.Description, x.Raw, x.Metadata))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("got %d details, want %d; first difference among\n%s\n---\n%s", len(got), len(want), strings.Join(got[:min(5, len(got))], "\n"),
+				strings.Join(want[:5], "\n"))
+		}
+	}
+}
