@@ -220,7 +220,7 @@ func (w *evidenceWriter) close() error {
 
 // copyDetails copies into evidence_detail, on tx, the details of each
 // source in held that pick takes (every one when pick is nil).
-func copyDetails(ctx context.Context, tx pgx.Tx, held map[int64]*driver.Details, pick func(txID, effectKey []byte) bool) error {
+func copyDetails(ctx context.Context, tx pgx.Tx, held map[int64]*driver.Details, pick func(txID, effectKey uint64) bool) error {
 	for id, d := range held {
 		pr, pw := io.Pipe()
 		done := make(chan struct{})

@@ -137,7 +137,7 @@ func values(cols, n int) string {
 // insertDetails inserts into evidence_detail, on tx, the details of each
 // source in held that pick takes (every one when pick is nil), rowsPerInsert
 // rows a statement.
-func insertDetails(ctx context.Context, tx *sql.Tx, held map[int64]*driver.Details, pick func(txID, effectKey []byte) bool) error {
+func insertDetails(ctx context.Context, tx *sql.Tx, held map[int64]*driver.Details, pick func(txID, effectKey uint64) bool) error {
 	const cols, insert = 5, `INSERT INTO evidence_detail (source_id, seq, description, metadata, raw) VALUES `
 	args := make([]any, 0, rowsPerInsert*cols)
 	var many *sql.Stmt
