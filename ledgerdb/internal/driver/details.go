@@ -32,9 +32,9 @@ import (
 type Details struct {
 	index, blobs *os.File // per record: its seq, what names it (nameHash) and the length of its blob; the blocks of blobs
 	iw, bw       *bufio.Writer
-	block        []byte // the blobs of the block being filled
+	block        []byte  // the blobs of the block being filled
 	counts       []int32 // how many records each block written holds
-	n            int    // how many records the block being filled holds
+	n            int     // how many records the block being filled holds
 	buf, md, z   []byte
 	err          error // the first write that failed
 }
