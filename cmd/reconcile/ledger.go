@@ -103,3 +103,11 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 func scrub(err error, loc ledgerdb.Location) error {
 	return &scrubbedError{msg: reconcile.Scrub(err.Error(), ledgerdb.Secrets(loc.DSN)...), err: err}
 }
+
+// closeLedger closes store, and says when it could not write what it
+// held: the details of a run's records that the run did not record.
+func (a *app) closeLedger(store ledgerdb.Store) {
+	if err := store.Close(); err != nil {
+		a.log.Warn("the ledger closed with an error; the raw rows of the last run's records may be missing from it", "err", err)
+	}
+}

@@ -231,7 +231,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer a.closeLedger(store)
 	if _, ok := store.(ledgerdb.Distributor); f.distribute && !ok {
 		return usageError("--distribute: the ledger %s is not PostgreSQL; workers share a PostgreSQL ledger", where(loc))
 	}

@@ -68,7 +68,7 @@ func (a *app) schedule(ctx context.Context, sched cron.Schedule, spec string, f 
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer a.closeLedger(store)
 	j := &job.Job{Store: store, Clock: a.clock, Owner: owner(), Log: a.log}
 	j.Schedule(ctx, sched, spec, func(ctx context.Context, slot time.Time) {
 		run := *f

@@ -91,9 +91,9 @@ func (s *Store) Close() error {
 	held := s.kept.Held()
 	var err error
 	if len(held) > 0 {
-		err = pgx.BeginFunc(context.Background(), s.pool, func(tx pgx.Tx) error {
-			return copyDetails(context.Background(), tx, held, nil)
-		})
+		ctx, cancel := context.WithTimeout(context.Background(), driver.HeldWrite)
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return copyDetails(ctx, tx, held, nil) })
+		cancel()
 	}
 	s.pool.Close()
 	s.kept.Close()

@@ -117,7 +117,9 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 func (s *Store) Close() error {
 	var err error
 	if held := s.kept.Held(); len(held) > 0 {
-		err = s.inTx(context.Background(), func(tx *sql.Tx) error { return insertDetails(context.Background(), tx, held, nil) })
+		ctx, cancel := context.WithTimeout(context.Background(), driver.HeldWrite)
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return insertDetails(ctx, tx, held, nil) })
+		cancel()
 	}
 	s.kept.Close()
 	return errors.Join(err, s.db.Close(), s.renewals.Close())

@@ -147,6 +147,10 @@ func (k *Kept) Take(ids []int64) (taken []*Keeping, rest []int64) {
 	return taken, rest
 }
 
+// HeldWrite bounds how long a store's Close writes the details it still
+// holds: a ledger that went away must not keep the process from ending.
+const HeldWrite = 10 * time.Minute
+
 // Held returns the details k holds, by source.
 func (k *Kept) Held() map[int64]*Details {
 	k.mu.Lock()
