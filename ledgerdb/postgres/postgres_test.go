@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
@@ -63,30 +61,10 @@ func TestAnUpgradeKeepsTheDetailsOfEveryRecord(t *testing.T) {
 	if err := s.MigrateBefore(ctx, 17); err != nil {
 		t.Fatal(err)
 	}
-	c := connect(t, url)
-	if _, err := c.Exec(ctx, `INSERT INTO source (id, hash, uri, ingested_at) VALUES (7, 'h', 's.csv', now());
-		INSERT INTO evidence (source_id, seq, line, provider, tx_id, kind, raw_kind, amount_minor, currency, fee_minor, occurred_at,
-			pending, failed, effect_key, parent_effect_key, payment_intent, parent_tx_id, description, metadata, raw)
-		VALUES (7, 1, 2, 'stripe', 'ch_1', 'charge', 'charge', 1000, 'EUR', 30, now(), false, false, 'r:charge:1', '', '', '',
-			'Order 1', '{"order": "1"}', 'ch_1,10.00,eur'),
-		(7, 3, 4, 'stripe', 'ch_3', 'charge', 'charge', 1000, 'EUR', 30, NULL, false, false, '', '', '', '', '', NULL, 'ch_3,10.00,eur')`); err != nil {
+	if _, err := connect(t, url).Exec(ctx, ledgerdbtest.OldEvidence); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SchemaMigrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	_, ev, _, err := s.SourceGetRows(ctx, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range ev {
-		got = append(got, fmt.Sprintf("%s %d %q %q %v", e.TxID, e.Line, e.Description, e.Raw, e.Metadata))
-	}
-	want := []string{`ch_1 2 "Order 1" "ch_1,10.00,eur" map[order:1]`, `ch_3 4 "" "ch_3,10.00,eur" map[]`}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("evidence after the upgrade (-want +got):\n%s", diff)
-	}
+	ledgerdbtest.UpgradeKeepsEveryRecordsDetails(t, s)
 }
 
 // Not parallel: it sets a hook of the driver's.
