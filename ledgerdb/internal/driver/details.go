@@ -44,11 +44,11 @@ const blockSize = 4 << 10
 
 // newDetails starts an empty Details in two temporary files.
 func newDetails() (*Details, error) {
-	index, err := tempFile()
+	index, err := tempFile("details")
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := tempFile()
+	blobs, err := tempFile("details")
 	if err != nil {
 		index.Close()
 		return nil, err

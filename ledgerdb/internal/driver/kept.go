@@ -52,7 +52,7 @@ func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping
 	}
 	kw := &Keeping{precision: precision, details: d, keep: p.Keep}
 	if p.Keep {
-		f, err := tempFile()
+		f, err := tempFile("kept")
 		if err != nil {
 			return nil, err
 		}

@@ -57,16 +57,16 @@ const (
 // NewSpill returns an empty Spill, its file in the system's temporary
 // folder.
 func NewSpill() (*Spill, error) {
-	f, err := tempFile()
+	f, err := tempFile("partitions")
 	if err != nil {
 		return nil, err
 	}
-	vf, err := tempFile()
+	vf, err := tempFile("partitions")
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	lf, err := tempFile()
+	lf, err := tempFile("partitions")
 	if err != nil {
 		f.Close()
 		vf.Close()
@@ -76,10 +76,12 @@ func NewSpill() (*Spill, error) {
 		router: matcher.NewRouter(0), share: joinShare, hold: cutHold}, nil
 }
 
-func tempFile() (*os.File, error) {
-	f, err := os.CreateTemp("", "reconcile-partitions-*")
+// tempFile is an unlinked temporary file for what (its name, and what an
+// error says).
+func tempFile(what string) (*os.File, error) {
+	f, err := os.CreateTemp("", "reconcile-"+what+"-*")
 	if err != nil {
-		return nil, fmt.Errorf("partitions: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	os.Remove(f.Name()) // the open file lives on, and goes with the process however it ends
 	return f, nil
