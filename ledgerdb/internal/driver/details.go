@@ -27,8 +27,9 @@ import (
 // are compressed (snappy) in blocks of about 4 KB: a night's report rows
 // take a third to a seventh of their size, which at 10M effects keeps
 // gigabytes of temporary files out of the page cache the ledger needs, and
-// a block none of whose records is picked is skipped, not decoded (two in
-// three, when three records in a hundred are picked).
+// a block none of whose records is picked is skipped, not decoded (about
+// two in three, computed for a dozen records a block and three in a
+// hundred picked).
 type Details struct {
 	index, blobs *os.File // per record: its seq, what names it (nameHash) and the length of its blob; the blocks of blobs
 	iw, bw       *bufio.Writer

@@ -35,7 +35,6 @@ type Keeping struct {
 	f         *os.File // nil when nothing is kept
 	w         *bufio.Writer
 	details   *Details
-	keep      bool
 	tab       strtab
 	buf       []byte
 	id        int64
@@ -50,7 +49,7 @@ func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping
 	if err != nil {
 		return nil, err
 	}
-	kw := &Keeping{precision: precision, details: d, keep: p.Keep}
+	kw := &Keeping{precision: precision, details: d}
 	if p.Keep {
 		f, err := tempFile("kept")
 		if err != nil {
@@ -97,7 +96,7 @@ func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
 // Done ends the ingest: what was kept goes to k when the ingest wrote the
 // source (err nil, res not a duplicate), else it is dropped.
 func (k *Kept) Done(kw *Keeping, res *ledgerdb.IngestResult, err error) {
-	if kw.keep && err == nil && !res.Duplicate {
+	if kw.f != nil && err == nil && !res.Duplicate { // f is the ingest's keeping: p.Keep
 		k.mu.Lock()
 		if k.details == nil {
 			k.details = map[int64]*Details{}
