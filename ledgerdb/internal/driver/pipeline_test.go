@@ -37,6 +37,7 @@ func TestPipeline(t *testing.T) {
 				recording, matching atomic.Int32
 				both                = make(chan struct{}) // closed once two matches were in flight at once
 				once                sync.Once
+				first               atomic.Bool // set by the match that began first
 			)
 			err := Pipeline(context.Background(), tc.count,
 				func(_ context.Context, i int) (int, error) {
@@ -51,7 +52,10 @@ func TestPipeline(t *testing.T) {
 					if n >= 2 {
 						once.Do(func() { close(both) })
 					}
-					if i == 0 && tc.failRead < 0 && tc.failMatch < 0 { // a second match comes beside this one
+					// A second match comes beside the first to begin (not
+					// partition 0's: its worker may be descheduled until
+					// every other partition was matched one at a time).
+					if first.CompareAndSwap(false, true) && tc.failRead < 0 && tc.failMatch < 0 {
 						select {
 						case <-both:
 						case <-time.After(10 * time.Second):
