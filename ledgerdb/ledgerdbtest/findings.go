@@ -3,6 +3,8 @@ package ledgerdbtest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,6 +52,70 @@ func testScopeFollowsOpenEffectsAndNewEvidence(e *env) {
 	})
 	if diff := cmp.Diff([]string{"r:charge:0", "r:charge:1", "r:charge:2", "r:charge:3"}, e.scope(src)); diff != "" {
 		e.t.Errorf("scope with new evidence (-want +got):\n%s", diff)
+	}
+}
+
+// An effect that a run leaves without a state (out of its scope: an
+// email's step, a provider none of its inputs covers) is in every later
+// run's scope, beside the effects written since, until a run gives it one:
+// a ledger may find a night's new effects without reading every effect,
+// but must not lose one it has read.
+func testAnEffectLeftWithoutAStateStaysInScope(e *env) {
+	t0 := e.clock.Now()
+	load := func(keys ...string) {
+		for _, key := range keys {
+			if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{charge(key, "stripe", "charge", reconcile.StatusConfirmed, "ch_"+key, t0)}); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	confirm := func(keys ...string) func(*ledgerdb.Partition) []ledgerdb.Confirmation {
+		return func(p *ledgerdb.Partition) []ledgerdb.Confirmation {
+			var out []ledgerdb.Confirmation
+			for _, x := range p.Effects {
+				if slices.Contains(keys, x.Key) {
+					out = append(out, ledgerdb.Confirmation{Key: x.Key, ExternalID: x.ExternalID})
+				}
+			}
+			return out
+		}
+	}
+	run := func(confirmed ...string) []string {
+		parts, _ := e.partitions(0, nil, confirm(confirmed...))
+		var keys []string
+		for _, p := range parts {
+			for _, x := range p.Effects {
+				keys = append(keys, x.Key)
+			}
+		}
+		sort.Strings(keys)
+		return keys
+	}
+	load("r:charge:1", "r:charge:2", "r:charge:3")
+	for i, c := range []struct {
+		load, confirm, want []string
+	}{
+		{nil, []string{"r:charge:1"}, []string{"r:charge:1", "r:charge:2", "r:charge:3"}},
+		{[]string{"r:charge:4"}, []string{"r:charge:4"}, []string{"r:charge:2", "r:charge:3", "r:charge:4"}},
+		{[]string{"r:charge:5"}, nil, []string{"r:charge:2", "r:charge:3", "r:charge:5"}},
+		{nil, []string{"r:charge:3"}, []string{"r:charge:2", "r:charge:3", "r:charge:5"}},
+		{nil, nil, []string{"r:charge:2", "r:charge:5"}},
+	} {
+		load(c.load...)
+		if diff := cmp.Diff(c.want, run(c.confirm...)); diff != "" {
+			e.t.Errorf("run %d: scope (-want +got):\n%s", i+1, diff)
+		}
+	}
+	// A state that is not final keeps an effect in scope.
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_a"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_a", Discrepancies: []reconcile.Discrepancy{
+		{Class: reconcile.ClassMissing, EffectKey: "r:charge:2", Provider: "stripe"}}}); err != nil {
+		e.t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:5"}, run()); diff != "" {
+		e.t.Errorf("scope after a finding (-want +got):\n%s", diff)
 	}
 }
 

@@ -75,6 +75,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"ConcurrentIngestOfOneSourceWritesItOnce", testConcurrentIngestOnce},
 		{"IndexesDeferredForALargeInput", testIndexesDeferredForALargeInput},
 		{"ScopeFollowsOpenEffectsAndNewEvidence", testScopeFollowsOpenEffectsAndNewEvidence},
+		{"AnEffectLeftWithoutAStateStaysInScope", testAnEffectLeftWithoutAStateStaysInScope},
 		{"FindingsConfirmAttemptedEffectsWithoutOverwritingTheApplication", testFindingsConfirmAttemptedEffects},
 		{"FindingsRoundTrip", testFindingsRoundTrip},
 		{"LinkedEvidenceFindsEarlierEvidence", testLinkedEvidence},

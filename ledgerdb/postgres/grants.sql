@@ -7,10 +7,12 @@ BEGIN;
 
 GRANT USAGE ON SCHEMA public TO reconcile;
 
--- The job's own tables. It deletes nothing of them.
-GRANT SELECT, INSERT, UPDATE ON claim, run, source, effect_state, escalation TO reconcile;
+-- The job's own tables. It deletes nothing of them but the keys of
+-- effect_pending that have a state.
+GRANT SELECT, INSERT, UPDATE ON claim, run, source, effect_state, escalation, scope_mark TO reconcile;
 GRANT SELECT, INSERT ON orphan, evidence, evidence_detail, rejected_row, finding, resolution TO reconcile;
-GRANT SELECT ON schema_migration, deferred_index TO reconcile;
+GRANT SELECT, INSERT, DELETE ON effect_pending TO reconcile;
+GRANT SELECT ON schema_migration, deferred_index, effect_new TO reconcile;
 GRANT USAGE ON SEQUENCE orphan_id_seq, source_id_seq, resolution_id_seq TO reconcile;
 
 -- The application's ledger: read it, confirm its rows, add compensations.

@@ -71,6 +71,11 @@ type matching struct {
 	staged  string
 	worker  string    // the process that matches a staged partition
 	started time.Time // when it began to read it
+	// horizon is the oldest transaction the scope's snapshot could not
+	// see, and open the keys of the effects in scope the run left without
+	// a state (matchLeftOpen).
+	horizon string
+	open    []string
 }
 
 // read is a partition as read, with the keys of its effects that had no
@@ -109,12 +114,32 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 			return r, err
 		},
 		func(ctx context.Context, r *read) error {
-			return pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
+			err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
 				n, err := m.record(ctx, tx, r.confirmed, r.fresh)
 				sum.Confirmed += n
 				return err
 			})
+			for _, c := range r.confirmed {
+				delete(r.fresh, c.Key)
+			}
+			for key := range r.fresh {
+				m.open = append(m.open, key)
+			}
+			return err
 		})
+	if err != nil {
+		return nil, err
+	}
+	err = pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, matchPendingDone); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, matchLeftOpen, nonNil(m.open)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, matchMark, m.horizon)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +190,14 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 	if err := m.conn.QueryRow(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, sources).Scan(&closed, &earlier); err != nil {
 		return err
 	}
+	var last *string
+	if err := m.conn.QueryRow(ctx, matchHorizon).Scan(&last, &m.horizon); err != nil {
+		return err
+	}
+	open, args := matchOpen, []any{}
+	if last != nil {
+		open, args = matchOpenListed, []any{*last}
+	}
 	if driver.ScopeRead != nil {
 		driver.ScopeRead()
 	}
@@ -172,9 +205,9 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		return err
 	}
 	if !closed && !earlier {
-		return m.cut(ctx, sum, matchOpenEffects, sources, linkKinds)
+		return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM (`+open+`) m_eff`, args, sources, linkKinds)
 	}
-	if err := exec(matchScopeOpen); err != nil {
+	if err := exec(`INSERT INTO m_eff `+open, args...); err != nil {
 		return err
 	}
 	if closed {
@@ -199,19 +232,19 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 			return err
 		}
 	}
-	return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM m_eff`, sources, linkKinds)
+	return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM m_eff`, nil, sources, linkKinds)
 }
 
-// cut reads every effect in scope (from the query scope) and every record
+// cut reads every effect in scope (from the query scope, given args) and every record
 // into a Spill, which cuts them into partitions: the run's own records as
 // its ingest kept them, when it did, else from the ledger.
-func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope string, sources []int64, linkKinds []string) error {
+func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope string, args []any, sources []int64, linkKinds []string) error {
 	spill, err := driver.NewSpill()
 	if err != nil {
 		return err
 	}
 	m.spill = spill
-	rows, err := m.conn.Query(ctx, scope)
+	rows, err := m.conn.Query(ctx, scope, args...)
 	if err != nil {
 		return err
 	}

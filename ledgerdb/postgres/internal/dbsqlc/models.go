@@ -6,6 +6,8 @@ package dbsqlc
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Claim struct {
@@ -39,6 +41,15 @@ type Effect struct {
 	ConfirmedAt *time.Time
 	ParentKey   *string
 	Depth       int
+}
+
+type EffectNew struct {
+	Xid pgtype.Uint64
+	Key string
+}
+
+type EffectPending struct {
+	Key string
 }
 
 type EffectState struct {
@@ -146,6 +157,12 @@ type Run struct {
 	Result     []byte
 	StartedAt  time.Time
 	FinishedAt *time.Time
+}
+
+type ScopeMark struct {
+	One     bool
+	System  int64
+	Horizon pgtype.Uint64
 }
 
 type Source struct {

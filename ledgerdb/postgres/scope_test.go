@@ -1,0 +1,174 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/postgres"
+	"reconcile/ledgerdb/postgres/pgtest"
+)
+
+// scopeOf runs a PartitionMatch over no sources, confirming the effects
+// named, and returns the keys of the effects in its scope.
+func scopeOf(t *testing.T, s *postgres.Store, confirm ...string) []string {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	_, err := s.PartitionMatch(context.Background(), &ledgerdb.MatchParams{RunID: "run_s"}, func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []ledgerdb.Confirmation
+		for _, e := range p.Effects {
+			keys = append(keys, e.Key)
+			if slices.Contains(confirm, e.Key) {
+				out = append(out, ledgerdb.Confirmation{Key: e.Key, ExternalID: e.ExternalID})
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// insertEffect is an application's charge, written through plain SQL.
+const insertEffect = `INSERT INTO effect (key, run_id, step, provider, status, external_id, request, created_at)
+VALUES ($1, 'app_1', 'charge', 'stripe', 'confirmed', 'ch_' || $1, '{"amount": 1000, "currency": "eur"}', '2026-12-01T09:00:00Z')`
+
+// An effect written by a transaction that began before a run read its
+// scope and committed after is in the next run's scope: a run finds the
+// effects written since the last by their transactions' ids, from the
+// oldest transaction the last run could not see on, not from the newest
+// it saw.
+func TestAnEffectCommittedAfterARunReadIsInTheNextScope(t *testing.T) {
+	ctx := context.Background()
+	s, url := migrated(t)
+	app := connect(t, url)
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil {
+		t.Fatal(err)
+	}
+	slow, err := connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slow.Exec(ctx, insertEffect, "r:charge:2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:3"); err != nil { // a later transaction, committed before the run
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:1", "r:charge:3"}, scopeOf(t, s, "r:charge:1", "r:charge:3")); diff != "" {
+		t.Errorf("first run's scope (-want +got):\n%s", diff)
+	}
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:4"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:4"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("next run's scope (-want +got):\n%s", diff)
+	}
+	// An effect whose key the application changes is a new effect.
+	if _, err := app.Exec(ctx, `UPDATE effect SET key = 'r:charge:5' WHERE key = 'r:charge:1'`); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:4", "r:charge:5"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("scope after a key changed (-want +got):\n%s", diff)
+	}
+	// An abandoned effect is out of scope until it is not abandoned, one
+	// that no run has seen too.
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:6"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, `UPDATE effect SET status = 'abandoned' WHERE key IN ('r:charge:2', 'r:charge:6')`); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:4", "r:charge:5"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("scope after two were abandoned (-want +got):\n%s", diff)
+	}
+	if _, err := app.Exec(ctx, `UPDATE effect SET status = 'attempted' WHERE key IN ('r:charge:2', 'r:charge:6')`); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:4", "r:charge:5", "r:charge:6"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("scope after they came back (-want +got):\n%s", diff)
+	}
+}
+
+// A ledger restored into another cluster, whose transaction ids may be
+// behind the last run's, one whose mark is ahead of every transaction, or
+// one whose triggers are off, is read whole, and every effect without a
+// final state is in scope.
+func TestAScopeMarkFromAnotherClusterIsNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	const on = `; ALTER TABLE effect ENABLE ALWAYS TRIGGER effect_new_insert, ENABLE ALWAYS TRIGGER effect_new_update`
+	for name, move := range map[string]string{
+		"another cluster":            `UPDATE scope_mark SET system = system + 1, horizon = '3'` + on,
+		"ahead of every transaction": `UPDATE scope_mark SET horizon = '999999999999'` + on,
+		"a trigger off":              `ALTER TABLE effect ENABLE TRIGGER effect_new_update`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, url := migrated(t)
+			app := connect(t, url)
+			if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil {
+				t.Fatal(err)
+			}
+			scopeOf(t, s)
+			// What a restore would leave: effects without a state that
+			// are neither in the list of those left open nor after the
+			// mark.
+			if _, err := app.Exec(ctx, `DELETE FROM effect_pending; DELETE FROM effect_new; ALTER TABLE effect DISABLE TRIGGER USER`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := app.Exec(ctx, insertEffect, "r:charge:2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := app.Exec(ctx, move); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2"}, scopeOf(t, s)); diff != "" {
+				t.Errorf("scope (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A ledger of the release before the list of new effects: its first run
+// reads every effect, and its effects left without a state stay in scope.
+func TestAnUpgradeKeepsEveryEffectInScope(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	if err := s.MigrateBefore(ctx, 18); err != nil {
+		t.Fatal(err)
+	}
+	app := connect(t, url)
+	for _, key := range []string{"r:charge:1", "r:charge:2"} {
+		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:3"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2", "r:charge:3"}, scopeOf(t, s, "r:charge:1")); diff != "" {
+		t.Errorf("first run's scope (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:3"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("second run's scope (-want +got):\n%s", diff)
+	}
+}
