@@ -88,6 +88,7 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 				}
 				return nil
 			})
+		defer b.Close()
 		cw := driver.Cover(keep.Over(b), time.Millisecond)
 		rec, err := fill(cw)
 		res.Coverage = cw.Ends()

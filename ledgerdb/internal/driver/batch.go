@@ -13,7 +13,10 @@ const batchSize = 5000
 
 // Batcher buffers one source's rows and hands them to a driver's flush
 // functions in batches, numbering them in the order they came (seq), so
-// that no two rows of a source share a key, however alike they are.
+// that no two rows of a source share a key, however alike they are. The
+// flush functions run on a goroutine of the Batcher's, one batch at a
+// time and in order, while the caller (the parser) fills the next: the
+// parsing and the writing take a processor each. Close must follow.
 type Batcher struct {
 	details  *Details
 	evidence []SeqEvidence
@@ -21,6 +24,13 @@ type Batcher struct {
 	seq      int
 	flushEv  func([]SeqEvidence) error
 	flushRej func([]SeqRejected) error
+	// work takes the batches to the writer, which sends its first error
+	// to failed (at once) and to done (when work is closed).
+	work   chan func() error
+	failed chan error
+	done   chan error
+	err    error // the writer's first error, once seen
+	closed bool
 }
 
 // SeqEvidence is an evidence record with its position in its source.
@@ -38,7 +48,20 @@ type SeqRejected struct {
 // NewBatcher returns a Batcher that flushes through the given functions
 // and adds each record's details to details as it numbers them.
 func NewBatcher(details *Details, flushEv func([]SeqEvidence) error, flushRej func([]SeqRejected) error) *Batcher {
-	return &Batcher{details: details, flushEv: flushEv, flushRej: flushRej}
+	b := &Batcher{details: details, flushEv: flushEv, flushRej: flushRej,
+		work: make(chan func() error, 1), failed: make(chan error, 1), done: make(chan error, 1)}
+	go func() {
+		var err error
+		for f := range b.work {
+			if err == nil {
+				if err = f(); err != nil {
+					b.failed <- err
+				}
+			}
+		}
+		b.done <- err
+	}()
+	return b
 }
 
 // Evidence implements SourceWriter.
@@ -66,30 +89,60 @@ func (b *Batcher) Reject(r *reconcile.Rejected) error {
 	return nil
 }
 
-// Flush writes what is buffered.
+// Flush writes what is buffered and waits for every batch to be written.
 func (b *Batcher) Flush() error {
 	if err := b.flushEvidence(); err != nil {
 		return err
 	}
-	return b.flushRejected()
+	if err := b.flushRejected(); err != nil {
+		return err
+	}
+	return b.Close()
+}
+
+// Close stops the writer once it has written what it was handed, and
+// returns its first error. The caller's transaction must outlive it.
+func (b *Batcher) Close() error {
+	if !b.closed {
+		b.closed = true
+		close(b.work)
+		if err := <-b.done; b.err == nil {
+			b.err = err
+		}
+	}
+	return b.err
 }
 
 func (b *Batcher) flushEvidence() error {
 	if len(b.evidence) == 0 {
 		return nil
 	}
-	err := b.flushEv(b.evidence)
-	b.evidence = b.evidence[:0]
-	return err
+	rows := b.evidence
+	b.evidence = make([]SeqEvidence, 0, batchSize)
+	return b.hand(func() error { return b.flushEv(rows) })
 }
 
 func (b *Batcher) flushRejected() error {
 	if len(b.rejected) == 0 {
 		return nil
 	}
-	err := b.flushRej(b.rejected)
-	b.rejected = b.rejected[:0]
-	return err
+	rows := b.rejected
+	b.rejected = nil
+	return b.hand(func() error { return b.flushRej(rows) })
+}
+
+// hand gives the writer a batch, unless it has failed.
+func (b *Batcher) hand(f func() error) error {
+	select {
+	case err := <-b.failed:
+		b.err = err
+	default:
+	}
+	if b.err != nil {
+		return b.err
+	}
+	b.work <- f
+	return nil
 }
 
 // ErrDuplicate rolls back the ingest of content the manifest holds already.
