@@ -2,12 +2,17 @@ package job
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"reconcile"
 	"reconcile/clock"
 	"reconcile/ingest"
 	"reconcile/ledgerdb"
@@ -65,5 +70,112 @@ func TestTheNextRunBuildsTheIndexesADeadOneDeferred(t *testing.T) {
 			t.Fatal(err)
 		}
 		nothingDeferred(t, store)
+	})
+}
+
+// buildLast is a ledger whose index builds after an ingest wait until the
+// run is finishing (RunFinish: it has matched and recorded everything),
+// and which says whether they were made.
+type buildLast struct {
+	ledgerdb.Store
+	ingested  bool
+	finishing chan struct{}
+	built     atomic.Bool
+}
+
+func (s *buildLast) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill func(ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error)) (*ledgerdb.IngestResult, error) {
+	s.ingested = true
+	return s.Store.SourceIngest(ctx, p, fill)
+}
+
+func (s *buildLast) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
+	close(s.finishing)
+	return s.Store.RunFinish(ctx, p)
+}
+
+func (s *buildLast) IndexesBuild(ctx context.Context) ([]string, error) {
+	if s.ingested {
+		select {
+		case <-s.finishing:
+		case <-time.After(time.Minute): // not a wait: a run that builds first never finishes
+			return nil, errors.New("the run waited for the indexes before it matched")
+		}
+		defer s.built.Store(true)
+	}
+	return s.Store.IndexesBuild(ctx)
+}
+
+// A run whose ingest deferred the indexes matches while they are built,
+// on a ledger whose earlier records it must find, and ends once they are.
+func TestARunMatchesWhileItBuildsTheIndexesItDeferred(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		ctx := context.Background()
+		fake := clock.NewFake(t0)
+		var store ledgerdb.Store = l.Open(t, fake.Now)
+		charges := func(from, to int) []reconcile.Effect {
+			var out []reconcile.Effect
+			for i := from; i < to; i++ {
+				key := fmt.Sprint("app:charge:", i)
+				out = append(out, reconcile.Effect{Key: key, RunID: "app", Step: "charge", Provider: "stripe", Status: reconcile.StatusConfirmed,
+					ExternalID: fmt.Sprint("pi_", i), CreatedAt: t0.Add(-21 * time.Hour),
+					Request: json.RawMessage(`{"amount": 1000, "currency": "eur", "metadata": {"effect_key": "` + key + `"}}`)})
+			}
+			return out
+		}
+		report := func(name string, rows func(b *strings.Builder)) []ingest.Source {
+			var b strings.Builder
+			b.WriteString("balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category,source_id,charge_id,payment_intent_id,payment_metadata[effect_key]\n")
+			rows(&b)
+			path := filepath.Join(t.TempDir(), name)
+			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srcs, err := ingest.Expand(ctx, []string{path}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return srcs
+		}
+		charge := func(b *strings.Builder, i int, tx string) {
+			fmt.Fprintf(b, "txn_%s,2026-11-30 09:00:00,eur,10.00,0.30,9.70,charge,%s,%s,pi_%s,app:charge:%d\n", tx, tx, tx, tx, i)
+		}
+		run := func(srcs []ingest.Source) map[string]int {
+			t.Helper()
+			j := &Job{Store: store, Clock: fake, Owner: "test"}
+			out, err := j.Run(ctx, &RunParams{Sources: srcs, Options: &ingest.Options{}, Actions: actionsFor(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nothingDeferred(t, store)
+			return out.Result.Counts
+		}
+		if err := store.EffectLoad(ctx, charges(0, 10)); err != nil {
+			t.Fatal(err)
+		}
+		if got := run(report("day1.itemized.csv", func(b *strings.Builder) {
+			for i := range 10 {
+				charge(b, i, fmt.Sprint("ch_", i))
+			}
+		})); got["confirmed"] != 10 {
+			t.Fatalf("first night: %v, want 10 confirmed", got)
+		}
+		// A second night more than ten times the first: its indexes are
+		// deferred again, and it charges the first night's ten again.
+		if err := store.EffectLoad(ctx, charges(10, 110)); err != nil {
+			t.Fatal(err)
+		}
+		slow := &buildLast{Store: store, finishing: make(chan struct{})}
+		store = slow
+		got := run(report("day2.itemized.csv", func(b *strings.Builder) {
+			for i := range 110 {
+				charge(b, i, fmt.Sprint("ch_", i, "b"))
+			}
+		}))
+		if !slow.built.Load() {
+			t.Error("the run returned before the indexes it deferred were built")
+		}
+		if got["confirmed"] != 100 || got["duplicated"] != 10 {
+			t.Errorf("second night: %v, want 100 confirmed and the first night's 10 duplicated", got)
+		}
 	})
 }

@@ -24,6 +24,9 @@ type ingested struct {
 	unlisted  int               // rejected rows beyond those listed
 	sourceIDs []int64
 	coverage  [][]ledgerdb.CoverageEnd // per input written by this run, as the ledger gave it back
+	// build builds the evidence indexes the ingest deferred, if it did:
+	// left to the caller, which builds them while it goes on.
+	build func() error
 }
 
 // ingestAll writes the run's new inputs into the ledger. An input that
@@ -32,7 +35,8 @@ type ingested struct {
 // parsed only once (a local file is hashed first, to find it in the
 // manifest), while every other new input is read once into a spool
 // (ingest.Spool), writing nothing, and then written from it. The ledger
-// may defer its indexes meanwhile (deferIndexes). No transaction commits
+// may defer its indexes meanwhile (deferIndexes), and builds them before
+// it returns if it fails, else leaves that to the caller. No transaction commits
 // before every input has been read whole: the largest waits for the others' checks, and each other
 // waits for the largest. Where the ledger takes several writers at once
 // (ledgerdb.ParallelWriter) the next largest is written as it is read,
@@ -61,8 +65,13 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, build()) }()
-	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs))}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, build())
+		}
+	}()
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs)),
+		build: build}
 	rejected := &RejectedList{}
 	sinks := make([]*RejectedSink, len(srcs))
 	for i := range srcs {

@@ -45,14 +45,15 @@ SELECT name, sql, ? FROM sqlite_schema s WHERE type = 'index' AND tbl_name = 'ev
 	return deferred, err
 }
 
-// IndexesBuild implements ledgerdb.Store. It takes the write lock only
-// when there is something to build: every run asks.
+// IndexesBuild implements ledgerdb.Store, on a connection of its own
+// (builds), so that a run reads and matches on db meanwhile. It takes the
+// write lock only when there is something to build: every run asks.
 func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
 	var pending bool
-	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_index)`).Scan(&pending); err != nil || !pending {
+	if err := s.builds.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_index)`).Scan(&pending); err != nil || !pending {
 		return nil, err
 	}
-	return nil, s.inTx(ctx, func(tx *sql.Tx) error {
+	return nil, s.inTxOn(ctx, s.builds, func(tx *sql.Tx) error {
 		defs, err := texts(ctx, tx, `SELECT definition FROM deferred_index ORDER BY name`)
 		if err != nil || len(defs) == 0 {
 			return err

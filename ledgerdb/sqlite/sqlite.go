@@ -51,7 +51,10 @@ type Store struct {
 	// matching holds db's one connection for the whole of a run's
 	// matching, and a run longer than its lease must not lose it to its
 	// own work.
-	renewals  *sql.DB
+	renewals *sql.DB
+	// builds is a connection of its own for the evidence indexes that a
+	// large ingest deferred, built while the run reads and matches on db.
+	builds    *sql.DB
 	now       func() time.Time
 	where     string
 	path      string
@@ -108,7 +111,15 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 		return nil, fmt.Errorf("ledger %s: %w", where, err)
 	}
 	renewals.SetMaxOpenConns(1)
-	return &Store{db: db, q: dbsqlc.New(db), renewals: renewals, now: cfg.Clock(), where: where, path: path, writeWait: waits.write}, nil
+	builds, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		db.Close()
+		renewals.Close()
+		return nil, fmt.Errorf("ledger %s: %w", where, err)
+	}
+	builds.SetMaxOpenConns(1)
+	return &Store{db: db, q: dbsqlc.New(db), renewals: renewals, builds: builds, now: cfg.Clock(), where: where, path: path,
+		writeWait: waits.write}, nil
 }
 
 // Close closes the file. The details of records that a run ingested and
@@ -122,7 +133,7 @@ func (s *Store) Close() error {
 		cancel()
 	}
 	s.kept.Close()
-	return errors.Join(err, s.db.Close(), s.renewals.Close())
+	return errors.Join(err, s.db.Close(), s.renewals.Close(), s.builds.Close())
 }
 
 // SchemaCheck implements ledgerdb.Store.
