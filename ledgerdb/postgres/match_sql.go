@@ -53,9 +53,9 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key`
 	// effects the ledger lists (migration 018): those whose state is not
 	// final, those a run left without a state, and those written by a
 	// transaction from $1 on, the horizon of the last run's snapshot.
-	// matchScope puts them in m_eff; where no effect is closed and no
-	// earlier evidence exists, m_eff has no other use and matchScopeRead
-	// reads them straight away.
+	// fetch puts them in m_eff, or, where no effect is closed and no
+	// earlier evidence exists and m_eff has no other use, reads them
+	// straight away.
 	matchOpen       = matchEffect + ` WHERE e.status <> 'abandoned' AND st.final IS NOT TRUE`
 	matchOpenListed = matchEffect + ` WHERE e.key = ANY(ARRAY(SELECT key FROM effect_state WHERE NOT final
     UNION ALL SELECT key FROM effect_pending UNION ALL SELECT key FROM effect_new WHERE xid >= $1::xid8))
