@@ -67,7 +67,10 @@ SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM d`, s.now()).Scan(&nam
 // while their indexes are built: a second process that builds at the
 // same time waits, and then finds none.
 func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
-	var pending []string
+	var (
+		pending []string
+		built   bool
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var owner bool
 		if err := tx.QueryRow(ctx, `SELECT pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'evidence'::regclass), 'USAGE')`).Scan(&owner); err != nil {
@@ -93,7 +96,13 @@ FROM (SELECT name, definition FROM deferred_index FOR UPDATE) d`).Scan(&names, &
 			}
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM deferred_index WHERE name = ANY($1)`, names)
+		built = err == nil
 		return err
 	})
+	if built {
+		// The pages of the large ingest are summarized now, beside its run,
+		// not by the next run before it reads (0.22 s after a 1M night).
+		_, err = s.pool.Exec(ctx, matchSummarize)
+	}
 	return pending, err
 }

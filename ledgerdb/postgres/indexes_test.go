@@ -2,12 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"reconcile"
+	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/postgres"
 	"reconcile/ledgerdb/postgres/pgtest"
 )
@@ -105,5 +108,36 @@ func TestIndexesAreNotDeferredBesideAReader(t *testing.T) {
 	defer cancel()
 	if ok, err := s.IndexesDefer(wctx, 1<<30); err != nil || ok {
 		t.Fatalf("IndexesDefer beside a reader = %v, %v; want them kept", ok, err)
+	}
+}
+
+// The pages of a large ingest are summarized for the BRIN index over
+// source_id once its deferred indexes are built, beside its run, and not
+// left to the next run's reads.
+func TestBuildingTheDeferredIndexesSummarizesTheNewPages(t *testing.T) {
+	ctx := context.Background()
+	s, url := migrated(t)
+	if ok, err := s.IndexesDefer(ctx, 1<<30); err != nil || !ok {
+		t.Fatalf("IndexesDefer = %v, %v", ok, err)
+	}
+	if _, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "s.csv"}, func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+		for i := range 30000 { // a few ranges of 128 pages
+			if err := w.Evidence(&reconcile.Evidence{Provider: "stripe", TxID: fmt.Sprint("ch_", i), Kind: reconcile.KindCharge, Line: i + 2}); err != nil {
+				return nil, err
+			}
+		}
+		return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Hash: "h", Rows: 30000, Evidence: 30000}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.IndexesBuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := connect(t, url).QueryRow(ctx, `SELECT brin_summarize_new_values('evidence_source'::regclass)`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d block ranges of evidence left unsummarized after the build", left)
 	}
 }
