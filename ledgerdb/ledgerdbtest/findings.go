@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,17 +79,7 @@ func testAnEffectLeftWithoutAStateStaysInScope(e *env) {
 			return out
 		}
 	}
-	run := func(confirmed ...string) []string {
-		parts, _ := e.partitions(0, nil, confirm(confirmed...))
-		var keys []string
-		for _, p := range parts {
-			for _, x := range p.Effects {
-				keys = append(keys, x.Key)
-			}
-		}
-		sort.Strings(keys)
-		return keys
-	}
+	run := func(confirmed ...string) []string { return e.scopeMatching(confirm(confirmed...)) }
 	load("r:charge:1", "r:charge:2", "r:charge:3")
 	for i, c := range []struct {
 		load, confirm, want []string

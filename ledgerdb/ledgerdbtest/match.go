@@ -83,7 +83,14 @@ func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partiti
 // classifies.
 func (e *env) scope(sources ...int64) []string {
 	e.t.Helper()
-	parts, _ := e.partitions(0, sources, nil)
+	return e.scopeMatching(nil, sources...)
+}
+
+// scopeMatching is scope with match, when set, answering for each
+// partition (partitions).
+func (e *env) scopeMatching(match func(*ledgerdb.Partition) []ledgerdb.Confirmation, sources ...int64) []string {
+	e.t.Helper()
+	parts, _ := e.partitions(0, sources, match)
 	var keys []string
 	for _, p := range parts {
 		for _, x := range p.Effects {
