@@ -80,6 +80,17 @@ func TestAnEffectCommittedAfterARunReadIsInTheNextScope(t *testing.T) {
 	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:4"}, scopeOf(t, s)); diff != "" {
 		t.Errorf("next run's scope (-want +got):\n%s", diff)
 	}
+	// A session's temporary table of the list's name does not take the
+	// list's rows.
+	if _, err := app.Exec(ctx, `CREATE TEMP TABLE effect_new (xid xid8, key text)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:7"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:4", "r:charge:7"}, scopeOf(t, s, "r:charge:7")); diff != "" {
+		t.Errorf("scope after an insert beside a temporary effect_new (-want +got):\n%s", diff)
+	}
 	// An effect whose key the application changes is a new effect.
 	if _, err := app.Exec(ctx, `UPDATE effect SET key = 'r:charge:5' WHERE key = 'r:charge:1'`); err != nil {
 		t.Fatal(err)

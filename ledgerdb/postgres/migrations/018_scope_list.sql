@@ -9,8 +9,9 @@
 -- then, so none is missed); effect_pending holds the effects a run left
 -- without a state (out of its scope), which every later run reads again
 -- until one gives them a state. scope_mark also names the cluster whose
--- transaction ids it counts: a ledger restored elsewhere, or a mark ahead
--- of every transaction, is not trusted, and the run reads every effect
+-- transaction ids it counts: a ledger restored elsewhere, a mark ahead of
+-- every transaction, or a trigger turned off, is not trusted, and the run
+-- reads every effect
 -- (ledgerdb/postgres/match.go). A ledger without a mark is read whole
 -- once, as before.
 CREATE TABLE effect_new (
@@ -31,7 +32,7 @@ CREATE TABLE scope_mark (
 -- or reconcile's compensations, and write as the owner. An update lists the
 -- keys it made and the effects it takes out of abandoned: the ways an
 -- effect without a state enters the scope.
-CREATE FUNCTION effect_list_new() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+CREATE FUNCTION effect_list_new() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     INSERT INTO effect_new (xid, key) SELECT pg_current_xact_id(), key FROM new_effect;
@@ -40,6 +41,11 @@ BEGIN
       WHERE o.key IS NULL OR (o.status = 'abandoned' AND n.status <> 'abandoned');
   END IF;
   RETURN NULL;
+END $$;
+-- Its tables are those of the schema it is made in: a session's temporary
+-- table of the same name must not take the list's rows (pg_temp last).
+DO $$ BEGIN
+  EXECUTE format('ALTER FUNCTION effect_list_new() SET search_path = %I, pg_temp', current_schema());
 END $$;
 CREATE TRIGGER effect_new_insert AFTER INSERT ON effect REFERENCING NEW TABLE AS new_effect
   FOR EACH STATEMENT EXECUTE FUNCTION effect_list_new();
