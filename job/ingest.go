@@ -24,7 +24,7 @@ type ingested struct {
 	unlisted  int               // rejected rows beyond those listed
 	sourceIDs []int64
 	coverage  [][]ledgerdb.CoverageEnd // per input written by this run, as the ledger gave it back
-	// build builds the evidence indexes the ingest deferred, if it did:
+	// build, when set, builds the evidence indexes the ingest deferred:
 	// left to the caller, which builds them while it goes on.
 	build func() error
 }
@@ -36,7 +36,9 @@ type ingested struct {
 // manifest), while every other new input is read once into a spool
 // (ingest.Spool), writing nothing, and then written from it. The ledger
 // may defer its indexes meanwhile (deferIndexes), and builds them before
-// it returns if it fails, else leaves that to the caller. No transaction commits
+// it returns, unless it succeeded on a ledger that builds an index on one
+// processor (ledgerdb.SerialBuilder): then the caller builds them beside
+// its reads. No transaction commits
 // before every input has been read whole: the largest waits for the others' checks, and each other
 // waits for the largest. Where the ledger takes several writers at once
 // (ledgerdb.ParallelWriter) the next largest is written as it is read,
@@ -65,13 +67,16 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	if err != nil {
 		return nil, err
 	}
+	_, beside := j.Store.(ledgerdb.SerialBuilder)
 	defer func() {
-		if err != nil {
+		if err != nil || !beside {
 			err = errors.Join(err, build())
 		}
 	}()
-	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs)),
-		build: build}
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs))}
+	if beside {
+		out.build = build
+	}
 	rejected := &RejectedList{}
 	sinks := make([]*RejectedSink, len(srcs))
 	for i := range srcs {

@@ -175,14 +175,16 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (_ *Outcome, err error) {
 	if err != nil {
 		return out, err
 	}
-	// The evidence indexes a large ingest deferred are built while the
-	// run goes on (the matching looks up earlier records by them, and a
+	// The evidence indexes a large ingest left to the run are built while
+	// it goes on (the matching looks up earlier records by them, and a
 	// first night, the usual large ingest, has none; a large ingest on a
 	// ledger that has some finds them by scanning meanwhile), and the run
 	// ends once they are.
-	built := make(chan error, 1)
-	go func() { built <- in.build() }()
-	defer func() { err = errors.Join(err, <-built) }()
+	if in.build != nil {
+		built := make(chan error, 1)
+		go func() { built <- in.build() }()
+		defer func() { err = errors.Join(err, <-built) }()
+	}
 	if _, err := j.Store.RunStart(ctx, &ledgerdb.StartRunParams{ID: p.ID, Args: p.Args}); err != nil {
 		return out, err
 	}

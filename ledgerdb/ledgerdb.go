@@ -369,6 +369,15 @@ type FindingsResult struct {
 	Confirmed int
 }
 
+// SerialBuilder is a Store that builds an index on one processor (SQLite):
+// the job builds the indexes a large ingest deferred while the run reads
+// and matches on another. PostgreSQL builds each with its parallel
+// workers, and beside the run it only shares them (docs/PERFORMANCE.md).
+type SerialBuilder interface {
+	Store
+	SerialBuilds()
+}
+
 // ParallelWriter is a Store on which several sources can be written at
 // once, each in a transaction of its own (PostgreSQL; SQLite has one writer
 // at a time).

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 
 	"reconcile/ledgerdb/internal/driver"
@@ -46,26 +47,34 @@ SELECT name, sql, ? FROM sqlite_schema s WHERE type = 'index' AND tbl_name = 'ev
 }
 
 // IndexesBuild implements ledgerdb.Store, on a connection of its own
-// (builds), so that a run reads and matches on db meanwhile. It takes the
-// write lock only when there is something to build: every run asks.
+// (builds), so that a run reads and matches on db meanwhile, and one index
+// a transaction, so that the run's writes wait for one index at a time
+// (their wait for the lock is bounded: WriteWait). It takes the write lock
+// only when there is something to build: every run asks.
 func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
-	var pending bool
-	if err := s.builds.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_index)`).Scan(&pending); err != nil || !pending {
-		return nil, err
-	}
-	return nil, s.inTxOn(ctx, s.builds, func(tx *sql.Tx) error {
-		defs, err := texts(ctx, tx, `SELECT definition FROM deferred_index ORDER BY name`)
-		if err != nil || len(defs) == 0 {
-			return err
+	for {
+		var pending bool
+		if err := s.builds.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_index)`).Scan(&pending); err != nil || !pending {
+			return nil, err
 		}
-		for _, def := range defs {
+		if err := s.inTxOn(ctx, s.builds, func(tx *sql.Tx) error {
+			var name, def string
+			err := tx.QueryRowContext(ctx, `SELECT name, definition FROM deferred_index ORDER BY name LIMIT 1`).Scan(&name, &def)
+			if errors.Is(err, sql.ErrNoRows) { // another process built the last one meanwhile
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, def); err != nil {
 				return err
 			}
+			_, err = tx.ExecContext(ctx, `DELETE FROM deferred_index WHERE name = ?`, name)
+			return err
+		}); err != nil {
+			return nil, err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM deferred_index`)
-		return err
-	})
+	}
 }
 
 // texts runs a query of one text column and returns its values.

@@ -62,7 +62,10 @@ type Store struct {
 	kept      driver.Kept
 }
 
-var _ ledgerdb.Store = (*Store)(nil)
+var _ ledgerdb.SerialBuilder = (*Store)(nil)
+
+// SerialBuilds implements ledgerdb.SerialBuilder.
+func (s *Store) SerialBuilds() {}
 
 // Open opens (creating it and its directory if needed) the ledger file at
 // path. It checks nothing about the schema: call SchemaCheck or Migrate.
