@@ -49,7 +49,7 @@ SELECT name, sql, ? FROM sqlite_schema s WHERE type = 'index' AND tbl_name = 'ev
 // IndexesBuild implements ledgerdb.Store, on a connection of its own
 // (builds), so that a run reads and matches on db meanwhile, and one index
 // a transaction, so that the run's writes wait for one index at a time
-// (their wait for the lock is bounded: WriteWait). It takes the write lock
+// (buildTx). It takes the write lock
 // only when there is something to build: every run asks.
 func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
 	for {
@@ -57,7 +57,7 @@ func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
 		if err := s.builds.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deferred_index)`).Scan(&pending); err != nil || !pending {
 			return nil, err
 		}
-		if err := s.inTxOn(ctx, s.builds, func(tx *sql.Tx) error {
+		if err := s.buildTx(ctx, func(tx *sql.Tx) error {
 			var name, def string
 			err := tx.QueryRowContext(ctx, `SELECT name, definition FROM deferred_index ORDER BY name LIMIT 1`).Scan(&name, &def)
 			if errors.Is(err, sql.ErrNoRows) { // another process built the last one meanwhile
@@ -75,6 +75,17 @@ func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 	}
+}
+
+// buildTx runs fn in a write transaction on builds, during which this
+// process's other writers wait for it however long it takes (begin): the
+// write wait is for other processes.
+func (s *Store) buildTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.inTxOn(ctx, s.builds, func(tx *sql.Tx) error {
+		s.building.Lock()
+		defer s.building.Unlock()
+		return fn(tx)
+	})
 }
 
 // texts runs a query of one text column and returns its values.

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -53,8 +54,10 @@ type Store struct {
 	// own work.
 	renewals *sql.DB
 	// builds is a connection of its own for the evidence indexes that a
-	// large ingest deferred, built while the run reads and matches on db.
+	// large ingest deferred, built while the run reads and matches on db;
+	// building is held while one is (buildTx).
 	builds    *sql.DB
+	building  sync.Mutex
 	now       func() time.Time
 	where     string
 	path      string

@@ -52,6 +52,13 @@ func (s *Store) begin(ctx context.Context, b beginner) (*sql.Tx, error) {
 		if err == nil || !isBusy(err) || ctx.Err() != nil {
 			return tx, err
 		}
+		if !s.building.TryLock() { // this process's own index build has the lock: wait for it
+			s.building.Lock()
+			s.building.Unlock()
+			start = time.Now()
+			continue
+		}
+		s.building.Unlock()
 		left := s.writeWait - time.Since(start)
 		if left <= 0 {
 			return nil, fmt.Errorf("the SQLite ledger %s is busy: another reconcile (or the application) has held its write lock for more than %s: %w",

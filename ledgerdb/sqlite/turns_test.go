@@ -256,3 +256,30 @@ func TestWriterWaitingPastTheBoundSaysWhoHoldsTheLedger(t *testing.T) {
 		t.Errorf("StartRun once the ledger is free: %v", err)
 	}
 }
+
+// A write that finds this process's own index build holding the write lock
+// waits for it past the write wait, which bounds the wait for other
+// processes: a run's partitions wait for the indexes built beside them.
+func TestAWriteWaitsForItsOwnIndexBuild(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	shortWaits(t, wait)
+	s, _ := migrated(t, time.Now)
+	ctx := context.Background()
+	release := s.HoldBuild(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_1"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("StartRun beside the build ended before the build did: %v", err)
+	case <-time.After(5 * wait):
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("StartRun once the build ended: %v", err)
+	}
+}
