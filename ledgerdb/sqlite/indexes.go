@@ -49,8 +49,8 @@ SELECT name, sql, ? FROM sqlite_schema s WHERE type = 'index' AND tbl_name = 'ev
 // IndexesBuild implements ledgerdb.Store, on a connection of its own
 // (builds), so that a run reads and matches on db meanwhile, and one index
 // a transaction, so that the run's writes wait for one index at a time
-// (buildTx). It takes the write lock
-// only when there is something to build: every run asks.
+// (buildTx). It takes the write lock only when there is something to
+// build: every run asks.
 func (s *Store) IndexesBuild(ctx context.Context) ([]string, error) {
 	for {
 		var pending bool
