@@ -92,8 +92,9 @@ func Open(ctx context.Context, path string, cfg ledgerdb.Config) (*Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", where, err)
 	}
-	// One connection: one writer in this process, and no reader that could
-	// hold an old snapshot while we write.
+	// One connection for the store's work (the leases' renewals and the
+	// index builds have one each): one writer, and no reader that could
+	// hold an old snapshot while it writes.
 	db.SetMaxOpenConns(1)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()

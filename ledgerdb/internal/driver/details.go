@@ -179,10 +179,10 @@ func (d *Details) Each(pick func(txID, effectKey uint64) bool, fn func(*Detail) 
 		if err != nil {
 			return errors.Join(cut, err)
 		}
+		if !take {
+			continue
+		}
 		for _, x := range entries {
-			if !take {
-				break
-			}
 			if uint64(len(rest)) < x.size {
 				return cut
 			}

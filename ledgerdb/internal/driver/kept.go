@@ -53,6 +53,7 @@ func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping
 	if p.Keep {
 		f, err := tempFile("kept")
 		if err != nil {
+			d.Close()
 			return nil, err
 		}
 		kw.f, kw.w = f, bufio.NewWriterSize(f, 1<<18)
