@@ -24,9 +24,11 @@ type ingested struct {
 	unlisted  int               // rejected rows beyond those listed
 	sourceIDs []int64
 	coverage  [][]ledgerdb.CoverageEnd // per input written by this run, as the ledger gave it back
-	// build, when set, builds the evidence indexes the ingest deferred:
-	// left to the caller, which builds them while it goes on.
-	build func() error
+	// build builds the evidence indexes the ingest deferred, if any: left
+	// to the caller (Run), which has them built while it goes on, and
+	// indexes the run's ledgerdb.MatchParams.Indexes.
+	build   func() error
+	indexes func(need bool)
 }
 
 // ingestAll writes the run's new inputs into the ledger. An input that
@@ -35,10 +37,9 @@ type ingested struct {
 // parsed only once (a local file is hashed first, to find it in the
 // manifest), while every other new input is read once into a spool
 // (ingest.Spool), writing nothing, and then written from it. The ledger
-// may defer its indexes meanwhile (deferIndexes), and builds them before
-// it returns, unless it succeeded on a ledger that builds an index on one
-// processor (ledgerdb.SerialBuilder): then the caller builds them beside
-// its reads. No transaction commits
+// may defer its indexes meanwhile (deferIndexes): it builds them before it
+// returns when it fails, else leaves them to the caller (out.build). No
+// transaction commits
 // before every input has been read whole: the largest waits for the others' checks, and each other
 // waits for the largest. Where the ledger takes several writers at once
 // (ledgerdb.ParallelWriter) the next largest is written as it is read,
@@ -67,16 +68,12 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 	if err != nil {
 		return nil, err
 	}
-	_, beside := j.Store.(ledgerdb.SerialBuilder)
 	defer func() {
-		if err != nil || !beside {
+		if err != nil {
 			err = errors.Join(err, build())
 		}
 	}()
-	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs))}
-	if beside {
-		out.build = build
-	}
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs)), build: build}
 	rejected := &RejectedList{}
 	sinks := make([]*RejectedSink, len(srcs))
 	for i := range srcs {

@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"reconcile"
@@ -175,15 +176,27 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (_ *Outcome, err error) {
 	if err != nil {
 		return out, err
 	}
-	// The evidence indexes a large ingest left to the run are built while
-	// it goes on (the matching looks up earlier records by them, and a
-	// first night, the usual large ingest, has none; a large ingest on a
-	// ledger that has some finds them by scanning meanwhile), and the run
-	// ends once they are.
-	if in.build != nil {
-		built := make(chan error, 1)
-		go func() { built <- in.build() }()
-		defer func() { err = errors.Join(err, <-built) }()
+	// The evidence indexes a large ingest deferred are built while the run
+	// goes on, and the run ends once they are. A ledger that builds an
+	// index on one processor (SQLite) builds them beside all of it (a large
+	// ingest on a ledger that holds earlier records finds them by scanning
+	// meanwhile); elsewhere (PostgreSQL, whose builds take the processors
+	// its reads need) the ledger has them built before its reads when those
+	// look them up, else once it has read (a first night, the usual large
+	// ingest).
+	built := make(chan error, 1)
+	start := sync.OnceFunc(func() { go func() { built <- in.build() }() })
+	wait := sync.OnceValue(func() error { start(); return <-built })
+	defer func() { err = errors.Join(err, wait()) }()
+	if _, serial := j.Store.(ledgerdb.SerialBuilder); serial {
+		start()
+	} else {
+		in.indexes = func(need bool) {
+			start()
+			if need {
+				wait() // its error is the run's, at the end; the reads go on without them
+			}
+		}
 	}
 	if _, err := j.Store.RunStart(ctx, &ledgerdb.StartRunParams{ID: p.ID, Args: p.Args}); err != nil {
 		return out, err

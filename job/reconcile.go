@@ -62,7 +62,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	}
 	start := j.now()
 	params := &ledgerdb.MatchParams{RunID: p.ID, Sources: fresh, Kinds: matcher.StepKinds(), WebhookFormats: ingest.WebhookFormats(),
-		PartitionSize: p.PartitionSize}
+		PartitionSize: p.PartitionSize, Indexes: in.indexes}
 	var (
 		sum *ledgerdb.MatchSummary
 		err error

@@ -44,6 +44,13 @@ type MatchParams struct {
 	// WebhookFormats are the input formats whose records are webhook
 	// events (reconcile.Evidence.Webhook).
 	WebhookFormats []string
+	// Indexes, when set, builds the evidence indexes a large ingest
+	// deferred (Store.IndexesDefer). PartitionMatch calls it once: before
+	// it reads, with need true, when its reads look up earlier evidence or
+	// closed effects by those indexes, and Indexes returns once they are
+	// built; else once it has read, with need false, and they may be built
+	// while the run goes on.
+	Indexes func(need bool)
 }
 
 // Size returns p.PartitionSize, or the default.

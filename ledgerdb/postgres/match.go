@@ -76,6 +76,9 @@ type matching struct {
 	// a state (matchLeftOpen).
 	horizon string
 	open    []string
+	// indexes, when set, has the deferred evidence indexes built once the
+	// reads are done (ledgerdb.MatchParams.Indexes).
+	indexes func()
 }
 
 // read is a partition as read, with the keys of its effects that had no
@@ -154,9 +157,16 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 // them back into it, and their records would look unexpected.
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	sources := nonNil(m.p.Sources)
-	var earlier bool
-	if err := m.conn.QueryRow(ctx, matchEarlierExists, sources).Scan(&earlier); err != nil {
+	var closed, earlier bool
+	if err := m.conn.QueryRow(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, sources).Scan(&closed, &earlier); err != nil {
 		return err
+	}
+	if m.p.Indexes != nil {
+		if closed || earlier { // the reads look them up
+			m.p.Indexes(true)
+		} else {
+			m.indexes = func() { m.p.Indexes(false) }
+		}
 	}
 	if err := analyzeStale(ctx, m.conn, sources); err != nil {
 		return err
@@ -290,6 +300,9 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope st
 	}
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	if m.indexes != nil { // read: they are built while the run goes on
+		m.indexes()
 	}
 	return spill.Cut(m.p.Size(), sum)
 }

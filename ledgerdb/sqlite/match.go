@@ -74,6 +74,9 @@ type matching struct {
 	kept *driver.Kept      // what this store's ingests kept of the run's records
 	// spill holds the run's partitions, as prepare cut them.
 	spill *driver.Spill
+	// indexes, when set, has the deferred evidence indexes built once the
+	// reads are done (ledgerdb.MatchParams.Indexes).
+	indexes func()
 }
 
 // run links, then reads, matches and records the partitions
@@ -115,6 +118,17 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 // run closed some, for its evidence would then not name them back into
 // it, and their records would look unexpected.
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
+	var closed, earlier bool
+	if err := m.conn.QueryRowContext(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, jsonList(m.p.Sources)).Scan(&closed, &earlier); err != nil {
+		return err
+	}
+	if m.p.Indexes != nil {
+		if closed || earlier { // the reads look them up
+			m.p.Indexes(true)
+		} else {
+			m.indexes = func() { m.p.Indexes(false) }
+		}
+	}
 	if _, err := m.conn.ExecContext(ctx, `BEGIN`); err != nil {
 		return err
 	}
@@ -138,7 +152,7 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		return err
 	}
 	var closed bool // only then can the run's evidence name an effect back into scope
-	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM effect_state WHERE final) OR EXISTS (SELECT 1 FROM effect WHERE status = 'abandoned')`).Scan(&closed); err != nil {
+	if err := m.conn.QueryRowContext(ctx, matchClosed).Scan(&closed); err != nil {
 		return err
 	}
 	if closed {
@@ -147,7 +161,7 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		}
 	}
 	var earlier bool
-	if err := m.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE id NOT IN (SELECT value FROM json_each(?)))`, sources).Scan(&earlier); err != nil {
+	if err := m.conn.QueryRowContext(ctx, matchEarlierExists, sources).Scan(&earlier); err != nil {
 		return err
 	}
 	if driver.ScopeRead != nil {
@@ -256,6 +270,9 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, r
 	}
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	if m.indexes != nil { // read: they are built while the run goes on
+		m.indexes()
 	}
 	return spill.Cut(m.p.Size(), sum)
 }

@@ -10,6 +10,13 @@ package sqlite
 // "refund"]).
 // Hand-written: temporary tables no migration creates, text joined at run time, and UPDATE ... FROM, which sqlc's SQLite parser rejects.
 const (
+	// matchClosed says whether any effect is closed (final or abandoned):
+	// only then can the run's evidence name one back into scope.
+	matchClosed = `SELECT EXISTS (SELECT 1 FROM effect_state WHERE final) OR EXISTS (SELECT 1 FROM effect WHERE status = 'abandoned')`
+	// matchEarlierExists says whether the ledger holds evidence of sources
+	// other than the run's (a JSON list).
+	matchEarlierExists = `SELECT EXISTS (SELECT 1 FROM source WHERE id NOT IN (SELECT value FROM json_each(?)))`
+
 	matchSetup = `DROP TABLE IF EXISTS temp.m_eff;
 DROP TABLE IF EXISTS temp.m_new;
 CREATE TEMP TABLE m_eff (key TEXT NOT NULL, provider TEXT NOT NULL, step TEXT NOT NULL, status TEXT NOT NULL,

@@ -84,3 +84,8 @@ func TestAnUpgradeKeepsTheDetailsOfEveryRecord(t *testing.T) {
 func TestAScopeIsOneSnapshot(t *testing.T) {
 	ledgerdbtest.ScopeIsOneSnapshot(t, ledgerdbtest.Driver("sqlite"))
 }
+
+// Not parallel: it sets a hook of the driver's.
+func TestDeferredIndexesAreBuiltBeforeTheReadsThatLookThemUp(t *testing.T) {
+	ledgerdbtest.IndexesBuiltBeforeLookups(t, ledgerdbtest.Driver("sqlite"))
+}
