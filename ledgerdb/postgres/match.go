@@ -76,9 +76,6 @@ type matching struct {
 	// a state (matchLeftOpen).
 	horizon string
 	open    []string
-	// indexes, when set, has the deferred evidence indexes built once the
-	// reads are done (ledgerdb.MatchParams.Indexes).
-	indexes func()
 }
 
 // read is a partition as read, with the keys of its effects that had no
@@ -155,18 +152,17 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 // snapshot: a run that found no closed effect must not read the scope
 // after another run closed some, for its evidence would then not name
 // them back into it, and their records would look unexpected.
+// The evidence indexes a large ingest deferred are built first when those
+// reads look them up, else once it has cut (ledgerdb.MatchParams.Indexes).
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	sources := nonNil(m.p.Sources)
 	var closed, earlier bool
 	if err := m.conn.QueryRow(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, sources).Scan(&closed, &earlier); err != nil {
 		return err
 	}
-	if m.p.Indexes != nil {
-		if closed || earlier { // the reads look them up
-			m.p.Indexes(true)
-		} else {
-			m.indexes = func() { m.p.Indexes(false) }
-		}
+	lookups := closed || earlier // the reads look the evidence indexes up
+	if lookups && m.p.Indexes != nil {
+		m.p.Indexes(true)
 	}
 	if err := analyzeStale(ctx, m.conn, sources); err != nil {
 		return err
@@ -185,8 +181,13 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 	if err := m.fetch(ctx, sum); err != nil {
 		return err // the connection, closed with it, rolls it back
 	}
-	_, err := m.conn.Exec(ctx, `COMMIT`)
-	return err
+	if _, err := m.conn.Exec(ctx, `COMMIT`); err != nil {
+		return err
+	}
+	if !lookups && m.p.Indexes != nil { // read and cut: they are built beside the partitions
+		m.p.Indexes(false)
+	}
+	return nil
 }
 
 // fetch is prepare's reading, in its snapshot.
@@ -300,9 +301,6 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope st
 	}
 	if err := rows.Err(); err != nil {
 		return err
-	}
-	if m.indexes != nil { // read: they are built while the run goes on
-		m.indexes()
 	}
 	return spill.Cut(m.p.Size(), sum)
 }

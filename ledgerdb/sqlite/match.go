@@ -74,9 +74,6 @@ type matching struct {
 	kept *driver.Kept      // what this store's ingests kept of the run's records
 	// spill holds the run's partitions, as prepare cut them.
 	spill *driver.Spill
-	// indexes, when set, has the deferred evidence indexes built once the
-	// reads are done (ledgerdb.MatchParams.Indexes).
-	indexes func()
 }
 
 // run links, then reads, matches and records the partitions
@@ -117,17 +114,16 @@ func (m *matching) run(ctx context.Context, match func(*ledgerdb.Partition) ([]l
 // a run that found no closed effect must not read the scope after another
 // run closed some, for its evidence would then not name them back into
 // it, and their records would look unexpected.
+// The evidence indexes a large ingest deferred are built first when those
+// reads look them up, else once it has cut (ledgerdb.MatchParams.Indexes).
 func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) error {
 	var closed, earlier bool
 	if err := m.conn.QueryRowContext(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, jsonList(m.p.Sources)).Scan(&closed, &earlier); err != nil {
 		return err
 	}
-	if m.p.Indexes != nil {
-		if closed || earlier { // the reads look them up
-			m.p.Indexes(true)
-		} else {
-			m.indexes = func() { m.p.Indexes(false) }
-		}
+	lookups := closed || earlier // the reads look the evidence indexes up
+	if lookups && m.p.Indexes != nil {
+		m.p.Indexes(true)
 	}
 	if _, err := m.conn.ExecContext(ctx, `BEGIN`); err != nil {
 		return err
@@ -137,6 +133,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		_, err = m.conn.ExecContext(ctx, `COMMIT`)
 	} else {
 		m.conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+	if err == nil && !lookups && m.p.Indexes != nil { // read and cut: they are built beside the partitions
+		m.p.Indexes(false)
 	}
 	return err
 }
@@ -270,9 +269,6 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope, r
 	}
 	if err := rows.Err(); err != nil {
 		return err
-	}
-	if m.indexes != nil { // read: they are built while the run goes on
-		m.indexes()
 	}
 	return spill.Cut(m.p.Size(), sum)
 }
