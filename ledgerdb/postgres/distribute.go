@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -257,18 +258,17 @@ func (s *Store) await(ctx context.Context, run string, count int, progress func(
 
 // unstage removes a run's staged rows. A worker that takes one of its
 // partitions afterwards finds nothing staged, and cancels it. When no other
-// run is staged, the tables are emptied whole, which leaves nothing for a
-// vacuum to do.
+// run is staged and no other session holds the tables, they are emptied
+// whole, which leaves nothing for a vacuum to do. Their locks are asked for
+// without waiting: another run takes them in another order (its progress
+// reads stage_result first), and waiting for them deadlocked with it.
 func (s *Store) unstage(ctx context.Context, run string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE stage_partition, stage_effect, stage_record, stage_result`); err != nil {
+		whole, err := unstageWhole(ctx, tx, run)
+		if err != nil {
 			return err
 		}
-		var others bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stage_partition WHERE run_id <> $1)`, run).Scan(&others); err != nil {
-			return err
-		}
-		if !others {
+		if whole {
 			_, err := tx.Exec(ctx, `TRUNCATE stage_partition, stage_effect, stage_record, stage_result`)
 			return err
 		}
@@ -279,6 +279,26 @@ func (s *Store) unstage(ctx context.Context, run string) error {
 		}
 		return nil
 	})
+}
+
+// unstageWhole takes the staging tables for tx, if it can at once, and
+// says whether it did and no run but run is staged.
+func unstageWhole(ctx context.Context, tx pgx.Tx, run string) (bool, error) {
+	sp, err := tx.Begin(ctx) // a savepoint: a lock not granted ends it alone
+	if err != nil {
+		return false, err
+	}
+	var pe *pgconn.PgError
+	if _, err := sp.Exec(ctx, `LOCK TABLE stage_partition, stage_effect, stage_record, stage_result NOWAIT`); errors.As(err, &pe) && pe.Code == "55P03" {
+		return false, sp.Rollback(ctx) // lock_not_available: another session uses them
+	} else if err != nil {
+		return false, err
+	}
+	var others bool
+	if err := sp.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM stage_partition WHERE run_id <> $1)`, run).Scan(&others); err != nil {
+		return false, err
+	}
+	return !others, sp.Commit(ctx)
 }
 
 // PartitionWork implements ledgerdb.Distributor.

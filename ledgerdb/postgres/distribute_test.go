@@ -131,3 +131,37 @@ func TestAPartitionThatCannotBeMatchedFailsTheRun(t *testing.T) {
 		t.Errorf("PartitionDistribute = %v; want the partition's failure", err)
 	}
 }
+
+// Unstaging a run empties the staging tables whole only when it can take
+// them at once: beside another run that has read one of them in an open
+// transaction, it deletes its own rows and goes on. Waiting for the tables
+// in its own order, it deadlocked with a run that read them in another
+// (its progress reads stage_result, then stage_partition), and PostgreSQL
+// failed one of the two.
+func TestUnstagingDoesNotWaitForAnotherRunsTables(t *testing.T) {
+	ctx := context.Background()
+	s := migrated(t)
+	if _, err := s.pool.Exec(ctx, `INSERT INTO stage_partition (run_id, idx, count) VALUES ('run_a', 0, 1), ('run_b', 0, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback(ctx)
+	if _, err := other.Exec(ctx, `SELECT count(*) FROM stage_result WHERE run_id = 'run_b'`); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second) // not a wait: an unstaging that waits for the lock never returns
+	defer cancel()
+	if err := s.unstage(wctx, "run_a"); err != nil {
+		t.Fatalf("unstage beside another run's read: %v", err)
+	}
+	var left []string
+	if err := other.QueryRow(ctx, `SELECT coalesce(array_agg(run_id ORDER BY run_id), '{}') FROM stage_partition`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0] != "run_b" {
+		t.Errorf("staged partitions left: %q, want the other run's alone", left)
+	}
+}
