@@ -159,6 +159,9 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	if err := s.await(ctx, p.RunID, sum.Partitions, d.Progress); err != nil {
 		return nil, nil, err
 	}
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return m.mark(ctx, tx, matchLeftStaged, p.RunID) }); err != nil {
+		return nil, nil, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT worker, confirmed, result, work_ms FROM stage_result WHERE run_id = $1 ORDER BY idx`, p.RunID)
 	if err != nil {
 		return nil, nil, err

@@ -130,20 +130,24 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err != nil {
 		return nil, err
 	}
-	err = pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, matchPendingDone); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, matchLeftOpen, nonNil(m.open)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, matchMark, m.horizon)
-		return err
-	})
-	if err != nil {
+	if err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error { return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open)) }); err != nil {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// mark leaves the next run what it reads its scope from, once the run's
+// partitions are recorded: the effects the run left without a state, as
+// the statement left notes them from its argument, and its horizon.
+func (m *matching) mark(ctx context.Context, tx pgx.Tx, left string, arg any) error {
+	if _, err := tx.Exec(ctx, matchPendingDone); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, left, arg); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, matchMark, m.horizon)
+	return err
 }
 
 // prepare fetches the effects in scope and the earlier records, in

@@ -79,7 +79,11 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key`
 	// looked up for nothing: 0.37 s for a first night's 35k), and moves the
 	// horizon to its own (matchMark). Until that commits the next run reads
 	// from the last horizon; of two runs at once the later horizon stays.
-	matchLeftOpen    = `INSERT INTO effect_pending SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`
+	// A distributed run notes those of its staged effects ($1 the run)
+	// that had no state and have none yet (matchLeftStaged).
+	matchLeftOpen   = `INSERT INTO effect_pending SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`
+	matchLeftStaged = `INSERT INTO effect_pending SELECT key FROM stage_effect se WHERE run_id = $1 AND class IS NULL
+  AND NOT EXISTS (SELECT 1 FROM effect_state st WHERE st.key = se.key) ON CONFLICT DO NOTHING`
 	matchPendingDone = `DELETE FROM effect_pending p WHERE EXISTS (SELECT 1 FROM effect_state st WHERE st.key = p.key)
   OR NOT EXISTS (SELECT 1 FROM effect e WHERE e.key = p.key AND e.status <> 'abandoned')`
 	matchMark = `INSERT INTO scope_mark (system, horizon) SELECT system_identifier, $1::xid8 FROM pg_control_system()

@@ -18,12 +18,18 @@ import (
 // scopeOf runs a PartitionMatch over no sources, confirming the effects
 // named, and returns the keys of the effects in its scope.
 func scopeOf(t *testing.T, s *postgres.Store, confirm ...string) []string {
+	return scopeBy(t, s, false, confirm...)
+}
+
+// scopeBy is scopeOf, through PartitionDistribute (one worker, in this
+// process) when distribute is set.
+func scopeBy(t *testing.T, s *postgres.Store, distribute bool, confirm ...string) []string {
 	t.Helper()
 	var (
 		mu   sync.Mutex
 		keys []string
 	)
-	_, err := s.PartitionMatch(context.Background(), &ledgerdb.MatchParams{RunID: "run_s"}, func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+	match := func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		var out []ledgerdb.Confirmation
@@ -34,7 +40,18 @@ func scopeOf(t *testing.T, s *postgres.Store, confirm ...string) []string {
 			}
 		}
 		return out, nil
-	})
+	}
+	ctx, params := context.Background(), &ledgerdb.MatchParams{RunID: "run_s"}
+	var err error
+	if distribute {
+		_, _, err = s.PartitionDistribute(ctx, params, &ledgerdb.Distribution{Workers: 1, Worker: "w1",
+			Match: func(_ []byte, p *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
+				confs, err := match(p)
+				return confs, []byte(`{}`), err
+			}})
+	} else {
+		_, err = s.PartitionMatch(ctx, params, match)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +131,36 @@ func TestAnEffectCommittedAfterARunReadIsInTheNextScope(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:4", "r:charge:5", "r:charge:6"}, scopeOf(t, s)); diff != "" {
 		t.Errorf("scope after they came back (-want +got):\n%s", diff)
+	}
+}
+
+// A distributed run leaves what a run in one process leaves for the next
+// to read its scope from: the effects it left without a state listed, and
+// the horizon of its snapshot. Without them the next run reads every
+// effect, and each distributed night adds to what it reads.
+func TestADistributedRunMarksTheScopeAsOneProcessDoes(t *testing.T) {
+	ctx := context.Background()
+	for _, distribute := range []bool{false, true} {
+		s, url := migrated(t)
+		app := connect(t, url)
+		for _, key := range []string{"r:charge:1", "r:charge:2"} {
+			if _, err := app.Exec(ctx, insertEffect, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2"}, scopeBy(t, s, distribute, "r:charge:1")); diff != "" {
+			t.Errorf("distributed %v: scope (-want +got):\n%s", distribute, diff)
+		}
+		var pending []string
+		var marked bool
+		if err := app.QueryRow(ctx, `SELECT (SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM effect_pending),
+			coalesce((SELECT horizon > (SELECT max(xid) FROM effect_new) FROM scope_mark), false)`).Scan(&pending, &marked); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"r:charge:2"}, pending); diff != "" || !marked {
+			t.Errorf("distributed %v: listed as left without a state (-want +got):\n%s\nhorizon past the effects written: %v, want true",
+				distribute, diff, marked)
+		}
 	}
 }
 
