@@ -366,7 +366,8 @@ func (a *app) benchRun(ctx context.Context, exe, profile, result string, log *ru
 	}
 	peak := "unknown"
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		peak = fmt.Sprintf("%d kB (the run's own process)", ru.Maxrss)
+		peak = fmt.Sprintf("%d kB (the run's own process; it used %.1f s of processor time in user mode and %.1f s in the kernel, and took %d page faults)",
+			ru.Maxrss, time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds(), ru.Minflt+ru.Majflt)
 	}
 	return parseCounts(out.String()), peak, nil
 }

@@ -138,7 +138,8 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 
 // mark leaves the next run what it reads its scope from, once the run's
 // partitions are recorded: the effects the run left without a state, as
-// the statement left notes them from its argument, and its horizon.
+// the statement left notes them from its argument, and its horizon; and
+// forgets the new effects listed below that horizon.
 func (m *matching) mark(ctx context.Context, tx pgx.Tx, left string, arg any) error {
 	if _, err := tx.Exec(ctx, matchPendingDone); err != nil {
 		return err
@@ -146,7 +147,10 @@ func (m *matching) mark(ctx context.Context, tx pgx.Tx, left string, arg any) er
 	if _, err := tx.Exec(ctx, left, arg); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, matchMark, m.horizon)
+	if _, err := tx.Exec(ctx, matchMark, m.horizon); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, matchForget)
 	return err
 }
 

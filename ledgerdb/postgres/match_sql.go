@@ -79,6 +79,9 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key`
 	// looked up for nothing: 0.37 s for a first night's 35k), and moves the
 	// horizon to its own (matchMark). Until that commits the next run reads
 	// from the last horizon; of two runs at once the later horizon stays.
+	// Then it forgets the new effects listed below the horizon
+	// (matchForget, migration 019), which no run reads from the list again
+	// (a run that read it in an older snapshot still sees them).
 	// A distributed run notes those of its staged effects ($1 the run)
 	// that had no state and have none yet (matchLeftStaged).
 	matchLeftOpen   = `INSERT INTO effect_pending SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`
@@ -90,6 +93,7 @@ FROM effect e LEFT JOIN effect_state st ON st.key = e.key`
 ON CONFLICT (one) DO UPDATE SET system = EXCLUDED.system,
   horizon = CASE WHEN scope_mark.system = EXCLUDED.system AND scope_mark.horizon <= pg_snapshot_xmax(pg_current_snapshot())
     THEN greatest(scope_mark.horizon, EXCLUDED.horizon) ELSE EXCLUDED.horizon END`
+	matchForget = `SELECT effect_new_forget()`
 
 	// matchRecords are the records matched: the run's ($1 its sources) and
 	// the earlier ones, of the kinds that link ($2).

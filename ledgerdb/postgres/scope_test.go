@@ -148,19 +148,72 @@ func TestADistributedRunMarksTheScopeAsOneProcessDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var written string // a transaction after those that wrote them
+		if err := app.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&written); err != nil {
+			t.Fatal(err)
+		}
 		if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2"}, scopeBy(t, s, distribute, "r:charge:1")); diff != "" {
 			t.Errorf("distributed %v: scope (-want +got):\n%s", distribute, diff)
 		}
 		var pending []string
 		var marked bool
 		if err := app.QueryRow(ctx, `SELECT (SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM effect_pending),
-			coalesce((SELECT horizon > (SELECT max(xid) FROM effect_new) FROM scope_mark), false)`).Scan(&pending, &marked); err != nil {
+			coalesce((SELECT horizon > $1::xid8 FROM scope_mark), false)`, written).Scan(&pending, &marked); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]string{"r:charge:2"}, pending); diff != "" || !marked {
 			t.Errorf("distributed %v: listed as left without a state (-want +got):\n%s\nhorizon past the effects written: %v, want true",
 				distribute, diff, marked)
 		}
+	}
+}
+
+// A run forgets the new effects it listed below the horizon it leaves:
+// no later run reads them from the list again, and the list would
+// otherwise grow by every effect ever written. What a transaction still
+// open at the run's read writes is kept, and is in the next scope.
+func TestARunForgetsTheNewEffectsBelowItsHorizon(t *testing.T) {
+	ctx := context.Background()
+	s, url := migrated(t)
+	app := connect(t, url)
+	listed := func() (below, all int) {
+		t.Helper()
+		if err := app.QueryRow(ctx, `SELECT count(*) FILTER (WHERE xid < (SELECT horizon FROM scope_mark)), count(*) FROM effect_new`).
+			Scan(&below, &all); err != nil {
+			t.Fatal(err)
+		}
+		return below, all
+	}
+	for _, key := range []string{"r:charge:1", "r:charge:2"} {
+		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scopeOf(t, s, "r:charge:1", "r:charge:2")
+	if below, all := listed(); below != 0 || all != 0 {
+		t.Errorf("after the first run: %d of %d listed effects below the horizon; want none listed", below, all)
+	}
+	slow, err := connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slow.Exec(ctx, insertEffect, "r:charge:3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:4"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:4"}, scopeOf(t, s, "r:charge:4")); diff != "" {
+		t.Errorf("second run's scope (-want +got):\n%s", diff)
+	}
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if below, all := listed(); below != 0 || all != 2 {
+		t.Errorf("after the second run: %d of %d listed effects below the horizon; want the two written from it on", below, all)
+	}
+	if diff := cmp.Diff([]string{"r:charge:3"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("third run's scope (-want +got):\n%s", diff)
 	}
 }
 
