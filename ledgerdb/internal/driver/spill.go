@@ -95,8 +95,8 @@ func (s *Spill) Close() error {
 }
 
 // joinShare is about how many values Cut joins at a time: the Router
-// holds 24 bytes for each.
-const joinShare = 6 << 20
+// holds eight bytes for each.
+const joinShare = 16 << 20
 
 // cutHold is about how many bytes of rows Cut holds at a time, twice.
 const cutHold = 8 << 20
