@@ -24,8 +24,9 @@ import (
 // Values are compared by 43 bits of a 64-bit hash: two values that
 // collide only join two groups, which costs memory, never a wrong link,
 // since Match compares the values themselves (the sixteen million values
-// a run joins at a time collide about fifteen times). A Router holds four bytes per node and,
-// until the next Forget, eight bytes per value joined, not the rows.
+// a run joins at a time collide about sixteen times). A Router holds
+// four bytes per node and, until the next Forget, eight bytes per value
+// joined, not the rows.
 type Router struct {
 	// buckets holds the values joined since the last Forget by the top
 	// bucketBits of their hash, each as the next 32 bits and the node
@@ -38,7 +39,7 @@ type Router struct {
 	values  []uint64
 }
 
-const bucketBits = 11
+const bucketBits = 11 // 2,048 buckets
 
 // seed is the values' hash seed, the same for every Router of a process.
 var seed = maphash.MakeSeed()
