@@ -8,7 +8,8 @@ BEGIN;
 GRANT USAGE ON SCHEMA public TO reconcile;
 
 -- The job's own tables. It deletes nothing of them but the keys of
--- effect_pending that have a state.
+-- effect_pending that have a state, and the rows of effect_new below the
+-- scope's horizon, through the owner's effect_new_forget() (migration 019).
 GRANT SELECT, INSERT, UPDATE ON claim, run, source, effect_state, escalation, scope_mark TO reconcile;
 GRANT SELECT, INSERT ON orphan, evidence, evidence_detail, rejected_row, finding, resolution TO reconcile;
 GRANT SELECT, INSERT, DELETE ON effect_pending TO reconcile;
