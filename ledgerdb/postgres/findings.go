@@ -73,10 +73,16 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 		if err := checkEffects(ctx, tx, "state_in"); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
+		if _, err := tx.Exec(ctx, `INSERT INTO effect_state SELECT * FROM state_in
 			ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, run_id = EXCLUDED.run_id,
 			classified_at = EXCLUDED.classified_at,
-			since = CASE WHEN effect_state.class = EXCLUDED.class THEN effect_state.since ELSE EXCLUDED.since END`)
+			since = CASE WHEN effect_state.class = EXCLUDED.class THEN effect_state.since ELSE EXCLUDED.since END`); err != nil {
+			return err
+		}
+		// The effects given a state leave the list of those a run left
+		// without one (match_sql.go), which the next run would read and
+		// empty again.
+		_, err = tx.Exec(ctx, `DELETE FROM effect_pending p USING state_in s WHERE p.key = s.key`)
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"reconcile"
 	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/postgres"
 	"reconcile/ledgerdb/postgres/pgtest"
@@ -214,6 +216,43 @@ func TestARunForgetsTheNewEffectsBelowItsHorizon(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"r:charge:3"}, scopeOf(t, s)); diff != "" {
 		t.Errorf("third run's scope (-want +got):\n%s", diff)
+	}
+}
+
+// The effects a run leaves without a state are listed for the next run
+// only until the run's findings give them one: the findings take their
+// keys off the list, which the next run would otherwise read and empty
+// again.
+func TestFindingsTakeTheirEffectsOffTheListLeftOpen(t *testing.T) {
+	ctx := context.Background()
+	s, url := migrated(t)
+	app := connect(t, url)
+	for _, key := range []string{"r:charge:1", "r:charge:2"} {
+		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_s", Args: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	scopeOf(t, s)
+	pending := func() []string {
+		t.Helper()
+		var keys []string
+		if err := app.QueryRow(ctx, `SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM effect_pending`).Scan(&keys); err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2"}, pending()); diff != "" {
+		t.Errorf("listed after the matching (-want +got):\n%s", diff)
+	}
+	if _, err := s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_s", Discrepancies: []reconcile.Discrepancy{
+		{Class: reconcile.ClassMissing, EffectKey: "r:charge:1", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000}}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2"}, pending()); diff != "" {
+		t.Errorf("listed after the findings (-want +got):\n%s", diff)
 	}
 }
 
