@@ -7,8 +7,9 @@ SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled
 FROM claim WHERE key = sqlc.arg(key) FOR UPDATE;
 
 -- name: ClaimGetMany :many
+-- The keys are joined, each looked up by index (as EffectStateGetMany).
 SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
-FROM claim WHERE key = ANY(sqlc.arg(keys)::text[]);
+FROM claim WHERE key IN (SELECT unnest(sqlc.arg(keys)::text[]));
 
 -- name: ClaimListByEffect :many
 SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at

@@ -42,7 +42,11 @@ WHERE key = sqlc.arg(key)
 RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth;
 
 -- name: EffectStateGetMany :many
-SELECT key, class, final, run_id, classified_at, since FROM effect_state WHERE key = ANY(sqlc.arg(keys)::text[]);
+-- The keys are joined, each one probe of the index: as key = ANY(keys),
+-- the planner read every state for a second night's 11k compensation
+-- keys, at a cost that grew with the ledger (0.15 s at 1.1M effects), not
+-- with the keys (0.02 s warm, 0.16 s cold).
+SELECT key, class, final, run_id, classified_at, since FROM effect_state WHERE key IN (SELECT unnest(sqlc.arg(keys)::text[]));
 
 -- name: EffectStateResolveUpsert :exec
 -- Gives a resolved effect its final state, classified and in its class

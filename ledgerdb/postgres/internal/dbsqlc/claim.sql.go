@@ -100,9 +100,10 @@ func (q *Queries) ClaimGetForUpdate(ctx context.Context, key string) (Claim, err
 
 const claimGetMany = `-- name: ClaimGetMany :many
 SELECT key, owner, fence, state, lease_until, result, error, claimed_at, settled_at
-FROM claim WHERE key = ANY($1::text[])
+FROM claim WHERE key IN (SELECT unnest($1::text[]))
 `
 
+// The keys are joined, each looked up by index (as EffectStateGetMany).
 func (q *Queries) ClaimGetMany(ctx context.Context, keys []string) ([]Claim, error) {
 	rows, err := q.db.Query(ctx, claimGetMany, keys)
 	if err != nil {

@@ -257,9 +257,13 @@ func (q *Queries) EffectResolveConfirm(ctx context.Context, arg EffectResolveCon
 }
 
 const effectStateGetMany = `-- name: EffectStateGetMany :many
-SELECT key, class, final, run_id, classified_at, since FROM effect_state WHERE key = ANY($1::text[])
+SELECT key, class, final, run_id, classified_at, since FROM effect_state WHERE key IN (SELECT unnest($1::text[]))
 `
 
+// The keys are joined, each one probe of the index: as key = ANY(keys),
+// the planner read every state for a second night's 11k compensation
+// keys, at a cost that grew with the ledger (0.15 s at 1.1M effects), not
+// with the keys (0.02 s warm, 0.16 s cold).
 func (q *Queries) EffectStateGetMany(ctx context.Context, keys []string) ([]EffectState, error) {
 	rows, err := q.db.Query(ctx, effectStateGetMany, keys)
 	if err != nil {
