@@ -241,6 +241,54 @@ func testMatchPartitionsKeepWhatRelatesTogether(e *env) {
 	}
 }
 
+// A closed effect that the run's records name back into scope comes with
+// its earlier records, each once, also one that names an open effect in
+// scope as well (read for either).
+func testMatchNamedBackComesWithItsEarlierRecordsOnce(e *env) {
+	t0 := e.clock.Now()
+	if err := e.store.EffectLoad(e.ctx, []reconcile.Effect{
+		charge("r:charge:20", "stripe", "charge", reconcile.StatusConfirmed, "ch_20", t0),
+		charge("r:charge:21", "stripe", "charge", reconcile.StatusAttempted, "pi_21", t0),
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.RunStart(e.ctx, &ledgerdb.StartRunParams{ID: "run_0"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: "run_0", Discrepancies: []reconcile.Discrepancy{{
+		Class: reconcile.ClassConfirmed, EffectKey: "r:charge:20", Provider: "stripe",
+		Transactions: []reconcile.Transaction{{Provider: "stripe", ID: "ch_20"}}}}}); err != nil {
+		e.t.Fatal(err)
+	}
+	ev := func(id, key, intent string) reconcile.Evidence {
+		return reconcile.Evidence{Provider: "stripe", TxID: id, Kind: reconcile.KindCharge, RawKind: "charge",
+			Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Time: t0, EffectKey: key, PaymentIntent: intent}
+	}
+	e.ingestEvidence("h0", "old.csv", []reconcile.Evidence{
+		ev("ch_20", "r:charge:20", "pi_21"), // names the closed effect and, by payment intent, the open one
+		ev("ch_20", "", ""),                 // the closed effect's transaction, by its id alone
+	})
+	run := e.ingestEvidence("h1", "new.csv", []reconcile.Evidence{ev("ch_20x", "r:charge:20", "")}) // a late duplicate
+	parts, _ := e.partitions(0, []int64{run}, nil)
+	var keys, recs []string
+	for _, p := range parts {
+		for _, x := range p.Effects {
+			keys = append(keys, x.Key)
+		}
+		for _, x := range append(append([]reconcile.Evidence{}, p.Evidence...), p.Earlier...) {
+			recs = append(recs, fmt.Sprintf("%s@%s:%d", x.TxID, x.URI, x.Line))
+		}
+	}
+	sort.Strings(keys)
+	sort.Strings(recs)
+	if diff := cmp.Diff([]string{"r:charge:20", "r:charge:21"}, keys); diff != "" {
+		e.t.Errorf("effects in scope (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ch_20@old.csv:2", "ch_20@old.csv:3", "ch_20x@new.csv:2"}, recs); diff != "" {
+		e.t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
 // An effect in scope comes with what the matcher reads of it: the amount
 // and currency of its request, and the state the previous run left.
 func testMatchPartitionsGiveEffectsAsTheMatcherReadsThem(e *env) {

@@ -94,6 +94,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"CoverageOfTheRunsSources", testCoverage},
 		{"RejectedRowsOfASource", testRejectedRows},
 		{"MatchPartitionsKeepWhatRelatesTogether", testMatchPartitionsKeepWhatRelatesTogether},
+		{"MatchNamedBackComesWithItsEarlierRecordsOnce", testMatchNamedBackComesWithItsEarlierRecordsOnce},
 		{"MatchPartitionsGiveEffectsAsTheMatcherReadsThem", testMatchPartitionsGiveEffectsAsTheMatcherReadsThem},
 		{"MatchPartitionsAreBounded", testMatchPartitionsAreBounded},
 		{"MatchPartitionsRecordConfirmations", testMatchPartitionsRecordConfirmations},
