@@ -24,7 +24,8 @@ import (
 // Values are compared by 43 bits of a 64-bit hash: two values that
 // collide only join two groups, which costs memory, never a wrong link,
 // since Match compares the values themselves (the sixteen million values
-// a run joins at a time collide about sixteen times). A Router holds
+// a run joins at a time make about fifteen such pairs, by the birthday
+// bound). A Router holds
 // four bytes per node and, until the next Forget, eight bytes per value
 // joined, not the rows.
 type Router struct {
@@ -193,12 +194,12 @@ func (r *Router) node() uint32 {
 	return n
 }
 
-// Reserve makes room for about n values, spread evenly by their hash,
-// to be joined before the next Forget.
+// Reserve makes room for about n more values, spread evenly by their
+// hash, to be joined before the next Forget.
 func (r *Router) Reserve(n int) {
 	per := n>>bucketBits + n>>(bucketBits+3) + 1 // an eighth more, for the spread
 	for b, g := range r.buckets {
-		r.buckets[b] = slices.Grow(g, per-len(g))
+		r.buckets[b] = slices.Grow(g, per)
 	}
 }
 

@@ -345,7 +345,7 @@ func (s *Spill) join() error {
 	}
 	shares := uint64(max(1, (s.nvalues+s.share-1)/s.share))
 	for share := range shares {
-		s.router.Reserve(s.nvalues/int(shares) + s.nvalues/int(shares)/8) // a share holds about its part, by the values' hash
+		s.router.Reserve(s.nvalues / int(shares)) // a share holds about its part, by the values' hash
 		if err := s.eachValues(func(n uint32, values []uint64) {
 			for _, v := range values {
 				if v%shares == share {
