@@ -65,12 +65,10 @@ func NewCluster(t testing.TB) *Cluster {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	c.run("initdb", "-D", c.data(), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
+	// initdb made the file, as the cluster's user, who keeps it.
 	if err := os.WriteFile(filepath.Join(c.data(), "postgresql.auto.conf"), fmt.Appendf(nil,
 		"port = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\n", port, dir), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	if os.Getuid() == 0 {
-		c.run("/bin/chown", "postgres", filepath.Join(c.data(), "postgresql.auto.conf"))
 	}
 	c.Start()
 	t.Cleanup(func() { c.cmd(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "stop").Run() })
@@ -80,14 +78,11 @@ func NewCluster(t testing.TB) *Cluster {
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
 
-// run runs a server binary (or, given a path, that program) as the
-// cluster's user and fails the test when it fails.
+// run runs a server binary as the cluster's user and fails the test
+// when it fails.
 func (c *Cluster) run(name string, args ...string) {
 	c.t.Helper()
-	if !filepath.IsAbs(name) {
-		name = filepath.Join(c.bin, name)
-	}
-	if out, err := c.cmd(name, args...).CombinedOutput(); err != nil {
+	if out, err := c.cmd(filepath.Join(c.bin, name), args...).CombinedOutput(); err != nil {
 		c.t.Fatalf("%s: %v\n%s", filepath.Base(name), err, out)
 	}
 }
