@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -17,11 +16,11 @@ import (
 // server binaries under /usr/lib/postgresql, for what a shared server
 // must not go through: a crash.
 type Cluster struct {
-	URL string // its postgres database
-	t   testing.TB
-	bin string
-	dir string
-	cmd func(name string, args ...string) *exec.Cmd
+	URL  string // its postgres database
+	t    testing.TB
+	bin  string
+	dir  string
+	user *syscall.Credential // the postgres user's, when the test runs as root
 }
 
 // NewCluster starts a cluster for t and stops it when t ends. The test
@@ -33,7 +32,6 @@ func NewCluster(t testing.TB) *Cluster {
 	if len(bins) == 0 {
 		t.Fatal("this test starts a PostgreSQL cluster of its own and no server binaries are under /usr/lib/postgresql/*/bin: apt-get install postgresql")
 	}
-	sort.Strings(bins)
 	c := &Cluster{t: t, bin: filepath.Dir(bins[len(bins)-1])}
 	dir, err := os.MkdirTemp("", "reconcile-crash-")
 	if err != nil {
@@ -41,7 +39,6 @@ func NewCluster(t testing.TB) *Cluster {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c.dir = dir
-	c.cmd = exec.Command
 	if os.Getuid() == 0 { // the server refuses to run as root
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -52,11 +49,7 @@ func NewCluster(t testing.TB) *Cluster {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			t.Fatal(err)
 		}
-		c.cmd = func(name string, args ...string) *exec.Cmd {
-			cmd := exec.Command(name, args...)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-			return cmd
-		}
+		c.user = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,19 +64,27 @@ func NewCluster(t testing.TB) *Cluster {
 		t.Fatal(err)
 	}
 	c.Start()
-	t.Cleanup(func() { c.cmd(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "stop").Run() })
+	t.Cleanup(func() { c.command("pg_ctl", "-D", c.data(), "-m", "immediate", "stop").Run() })
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c
 }
 
 func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
 
-// run runs a server binary as the cluster's user and fails the test
-// when it fails.
+// command is a server binary's command, run as the cluster's user.
+func (c *Cluster) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	if c.user != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.user}
+	}
+	return cmd
+}
+
+// run runs a server binary and fails the test when it fails.
 func (c *Cluster) run(name string, args ...string) {
 	c.t.Helper()
-	if out, err := c.cmd(filepath.Join(c.bin, name), args...).CombinedOutput(); err != nil {
-		c.t.Fatalf("%s: %v\n%s", filepath.Base(name), err, out)
+	if out, err := c.command(name, args...).CombinedOutput(); err != nil {
+		c.t.Fatalf("%s: %v\n%s", name, err, out)
 	}
 }
 
