@@ -63,14 +63,15 @@ func (d *Details) Add(seq int, e *reconcile.Evidence) error {
 		return d.err
 	}
 	d.md = d.md[:0]
-	if len(e.Metadata) > 0 {
-		d.md = AppendMetadata(d.md, e.Metadata)
+	if len(e.Metadata) > 0 { // as pairs, in the map's order: JSON only for the records picked
+		d.md = binary.AppendUvarint(d.md, uint64(len(e.Metadata)))
+		for k, v := range e.Metadata {
+			d.md = appendBlob(appendBlob(d.md, k), v)
+		}
 	}
 	at := len(d.block)
-	for _, s := range [...]string{e.Description, e.Raw} {
-		d.block = append(binary.AppendUvarint(d.block, uint64(len(s))), s...)
-	}
-	d.block = append(binary.AppendUvarint(d.block, uint64(len(d.md))), d.md...)
+	d.block = appendBlob(appendBlob(d.block, e.Description), e.Raw)
+	d.block = appendBlob(d.block, d.md)
 	d.n++
 	b := binary.AppendUvarint(d.buf[:0], uint64(seq))
 	b = binary.LittleEndian.AppendUint64(b, nameHash(e.TxID))
@@ -103,8 +104,8 @@ func (d *Details) flushBlock() error {
 	return nil
 }
 
-// Detail is one record's details, as Each reads them: views of a buffer
-// that the next block reuses.
+// Detail is one record's details, as Each reads them: views of buffers
+// that the next record reuses.
 type Detail struct {
 	Seq         int
 	Description []byte
@@ -147,6 +148,7 @@ func (d *Details) Each(pick func(txID, effectKey uint64) bool, fn func(*Detail) 
 		names          [16]byte // the hashes of the transaction and the effect key
 		entries        []entry
 		z, block, rest []byte
+		md             []byte
 	)
 	for _, count := range d.counts {
 		entries = entries[:0]
@@ -199,9 +201,12 @@ func (d *Details) Each(pick func(txID, effectKey uint64) bool, fn func(*Detail) 
 				}
 				parts[i], blob = blob[n:n+int(l)], blob[n+int(l):]
 			}
-			det := Detail{Seq: int(x.seq), Description: parts[0], Raw: parts[1], Metadata: parts[2]}
-			if len(det.Metadata) == 0 {
-				det.Metadata = nil
+			det := Detail{Seq: int(x.seq), Description: parts[0], Raw: parts[1]}
+			if len(parts[2]) > 0 {
+				if md, err = metadataJSON(md[:0], parts[2]); err != nil {
+					return errors.Join(cut, err)
+				}
+				det.Metadata = md
 			}
 			if err := fn(&det); err != nil {
 				return err
@@ -209,6 +214,34 @@ func (d *Details) Each(pick func(txID, effectKey uint64) bool, fn func(*Detail) 
 		}
 	}
 	return nil
+}
+
+// appendBlob appends s with its length before it.
+func appendBlob[S string | []byte](b []byte, s S) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// metadataJSON appends to b, as AppendMetadata does, the metadata that Add
+// kept as pairs.
+func metadataJSON(b, pairs []byte) ([]byte, error) {
+	n, k := binary.Uvarint(pairs)
+	if k <= 0 || n > uint64(len(pairs)) {
+		return b, errors.New("metadata cut short")
+	}
+	pairs = pairs[k:]
+	m := make(map[string]string, n)
+	for range n {
+		var kv [2]string
+		for i := range kv {
+			l, k := binary.Uvarint(pairs)
+			if k <= 0 || uint64(len(pairs)-k) < l {
+				return b, errors.New("metadata cut short")
+			}
+			kv[i], pairs = string(pairs[k:k+int(l)]), pairs[k+int(l):]
+		}
+		m[kv[0]] = kv[1]
+	}
+	return AppendMetadata(b, m), nil
 }
 
 // Close drops the files.
