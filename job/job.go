@@ -182,7 +182,7 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (_ *Outcome, err error) {
 	// ingest on a ledger that holds earlier records finds them by scanning
 	// meanwhile); elsewhere (PostgreSQL, whose builds take the processors
 	// its reads need) the ledger has them built before its reads when those
-	// look them up, else once it has read and cut the partitions (a first
+	// look them up, else once it has read the effects in scope (a first
 	// night, the usual large ingest).
 	built := make(chan error, 1)
 	start := sync.OnceFunc(func() { go func() { built <- in.build() }() })

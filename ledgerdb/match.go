@@ -48,8 +48,9 @@ type MatchParams struct {
 	// deferred (Store.IndexesDefer). PartitionMatch calls it once: before
 	// it reads, with need true, when its reads look up earlier evidence or
 	// closed effects by those indexes, and Indexes returns once they are
-	// built; else once it has read and cut the partitions, with need
-	// false, and they may be built while the run goes on.
+	// built; else, with need false, once it has read the effects in scope
+	// (PostgreSQL) or cut the partitions (SQLite), before it matches the
+	// first, and they may be built while the run goes on.
 	Indexes func(need bool)
 }
 
