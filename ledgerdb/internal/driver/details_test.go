@@ -68,7 +68,7 @@ func BenchmarkDetailsAdd(b *testing.B) {
 	}
 	defer d.Close()
 	e := &reconcile.Evidence{TxID: "ch_3Nq8Xc2eZvKYlo2C0x8Yabcd", EffectKey: "r:charge:1", Description: "Payment for order 1",
-		Raw: "txn_1,2026-12-01 10:00:00,usd,10.00,0.59,9.41,charge,ch_3Nq8Xc2eZvKYlo2C0x8Yabcd,,pi_1,Payment for order 1,r:charge:1,,",
+		Raw:      "txn_1,2026-12-01 10:00:00,usd,10.00,0.59,9.41,charge,ch_3Nq8Xc2eZvKYlo2C0x8Yabcd,,pi_1,Payment for order 1,r:charge:1,,",
 		Metadata: map[string]string{"balance_transaction_id": "txn_1", "reporting_category": "charge", "payment_metadata[effect_key]": "r:charge:1"}}
 	for i := 0; b.Loop(); i++ {
 		if err := d.Add(i, e); err != nil {
