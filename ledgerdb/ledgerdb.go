@@ -371,10 +371,11 @@ type FindingsResult struct {
 
 // SerialBuilder is a Store that builds an index on one processor (SQLite):
 // the job builds the indexes a large ingest deferred while the run reads
-// and matches on another. PostgreSQL builds each with its parallel
-// workers, which a run's reads would share: there the ledger has them
-// built once it has read the effects in scope, or before its reads when
-// they look the indexes up (MatchParams.Indexes; docs/PERFORMANCE.md).
+// and matches on another. PostgreSQL builds them in processes of its own,
+// which would take the processor its reads of the scope need: there the
+// ledger has them built once it has read the effects in scope, or before
+// its reads when they look the indexes up (MatchParams.Indexes;
+// docs/PERFORMANCE.md).
 type SerialBuilder interface {
 	Store
 	SerialBuilds()
