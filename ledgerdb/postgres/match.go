@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -391,9 +393,39 @@ func (m *matching) readStaged(ctx context.Context, q querier, part *ledgerdb.Par
 	return rows.Err()
 }
 
-// scanEffect reads an effect of matchEffectCols into e.
+// scanEffect reads an effect of matchEffectCols into e: from the row's
+// raw values when its times and flag came in binary, as pgx asks for them
+// unless told to use the simple protocol (pgx's Scan into strings,
+// pointers and times took 0.83 s of the 1.06 s a 1M night's scope cost the
+// run here), else through Scan.
 func (m *matching) scanEffect(rows pgx.Rows, e *ledgerdb.ScopedEffect) error {
 	*e = ledgerdb.ScopedEffect{}
+	if fd := rows.FieldDescriptions(); fd[5].Format != pgx.BinaryFormatCode || fd[10].Format != pgx.BinaryFormatCode || fd[11].Format != pgx.BinaryFormatCode {
+		return m.scanEffectTyped(rows, e)
+	}
+	v := rows.RawValues()
+	var err error
+	e.Key, e.ExternalID = string(v[0]), string(v[4])
+	e.Provider, e.Step = m.internBytes(v[1]), m.internBytes(v[2])
+	e.Status, e.State = reconcile.Status(m.internBytes(v[3])), reconcile.Class(m.internBytes(v[9]))
+	if e.CreatedAt, err = binaryTime(v[5]); err != nil {
+		return fmt.Errorf("effect %q: created_at: %w", e.Key, err)
+	}
+	if v[10] != nil {
+		if e.Since, err = binaryTime(v[10]); err != nil {
+			return fmt.Errorf("effect %q: since: %w", e.Key, err)
+		}
+	}
+	if len(v[11]) != 1 {
+		return fmt.Errorf("effect %q: final: %d bytes", e.Key, len(v[11]))
+	}
+	e.Final = v[11][0] != 0
+	e.Request = driver.PlainRequest(optString(v[6]), optString(v[7]), optString(v[8]))
+	return nil
+}
+
+// scanEffectTyped is scanEffect through pgx's Scan.
+func (m *matching) scanEffectTyped(rows pgx.Rows, e *ledgerdb.ScopedEffect) error {
 	var (
 		status, class           string
 		amount, currency, whole *string
@@ -410,6 +442,31 @@ func (m *matching) scanEffect(rows pgx.Rows, e *ledgerdb.ScopedEffect) error {
 		e.Since = since.UTC()
 	}
 	return nil
+}
+
+// binaryTime decodes a timestamptz in PostgreSQL's binary format:
+// microseconds since 2000-01-01 UTC.
+func binaryTime(b []byte) (time.Time, error) {
+	if len(b) != 8 {
+		return time.Time{}, fmt.Errorf("a time of %d bytes", len(b))
+	}
+	us := int64(binary.BigEndian.Uint64(b))
+	if us == math.MaxInt64 || us == math.MinInt64 {
+		return time.Time{}, errors.New("an infinite time")
+	}
+	if us > math.MaxInt64-postgresEpoch {
+		return time.Time{}, errors.New("a time out of range")
+	}
+	return time.UnixMicro(us + postgresEpoch).UTC(), nil
+}
+
+// optString is a raw value of a text column that may be NULL.
+func optString(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 // origin is where a source's records were read, as a partition holds it.
@@ -478,6 +535,14 @@ func (m *matching) intern(s string) string {
 	}
 	m.strs[s] = s
 	return s
+}
+
+// internBytes is intern of a raw value: a copy is made only of the first.
+func (m *matching) internBytes(b []byte) string {
+	if v, ok := m.strs[string(b)]; ok {
+		return v
+	}
+	return m.intern(string(b))
 }
 
 // record writes a partition's confirmations in tx, whose connection has

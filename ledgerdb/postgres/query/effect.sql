@@ -1,9 +1,9 @@
 -- name: EffectGet :one
-SELECT key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+SELECT *
 FROM effect WHERE key = sqlc.arg(key);
 
 -- name: EffectGetForUpdate :one
-SELECT key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+SELECT *
 FROM effect WHERE key = sqlc.arg(key) FOR UPDATE;
 
 -- name: EffectRecordInsert :one
@@ -12,14 +12,14 @@ INSERT INTO effect (key, run_id, step, provider, status, request, created_at, pa
 VALUES (sqlc.arg(key), sqlc.arg(run_id), sqlc.arg(step), sqlc.arg(provider), 'attempted', sqlc.arg(request)::text::jsonb,
   sqlc.arg(created_at), sqlc.narg(parent_key), sqlc.arg(depth))
 ON CONFLICT (key) DO NOTHING
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth;
+RETURNING *;
 
 -- name: EffectConfirmUpdate :one
 -- Confirms an attempted effect. No row when it is not attempted.
 UPDATE effect SET status = 'confirmed', external_id = sqlc.arg(external_id)::text, response = sqlc.narg(response)::text::jsonb,
   confirmed_at = sqlc.arg(confirmed_at)::timestamptz
 WHERE key = sqlc.arg(key) AND status = 'attempted'
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth;
+RETURNING *;
 
 -- name: EffectConfirmIfAttempted :exec
 -- Confirms an attempted effect, and leaves any other as it is.
@@ -30,16 +30,16 @@ WHERE key = sqlc.arg(key) AND status = 'attempted';
 -- name: EffectAbandonUpdate :one
 -- Abandons an attempted effect. No row when it is not attempted.
 UPDATE effect SET status = 'abandoned' WHERE key = sqlc.arg(key) AND status = 'attempted'
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth;
+RETURNING *;
 
 -- name: EffectResolveAbandon :one
 UPDATE effect SET status = 'abandoned' WHERE key = sqlc.arg(key)
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth;
+RETURNING *;
 
 -- name: EffectResolveConfirm :one
 UPDATE effect SET status = 'confirmed', external_id = sqlc.arg(external_id)::text, confirmed_at = sqlc.arg(confirmed_at)::timestamptz
 WHERE key = sqlc.arg(key)
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth;
+RETURNING *;
 
 -- name: EffectStateGetMany :many
 -- The keys are joined, each one probe of the index: as key = ANY(keys),

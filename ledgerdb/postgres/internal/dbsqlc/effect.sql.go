@@ -12,7 +12,7 @@ import (
 
 const effectAbandonUpdate = `-- name: EffectAbandonUpdate :one
 UPDATE effect SET status = 'abandoned' WHERE key = $1 AND status = 'attempted'
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 `
 
 // Abandons an attempted effect. No row when it is not attempted.
@@ -32,6 +32,9 @@ func (q *Queries) EffectAbandonUpdate(ctx context.Context, key string) (Effect, 
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }
@@ -64,7 +67,7 @@ const effectConfirmUpdate = `-- name: EffectConfirmUpdate :one
 UPDATE effect SET status = 'confirmed', external_id = $1::text, response = $2::text::jsonb,
   confirmed_at = $3::timestamptz
 WHERE key = $4 AND status = 'attempted'
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 `
 
 type EffectConfirmUpdateParams struct {
@@ -96,12 +99,15 @@ func (q *Queries) EffectConfirmUpdate(ctx context.Context, arg EffectConfirmUpda
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }
 
 const effectGet = `-- name: EffectGet :one
-SELECT key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+SELECT key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 FROM effect WHERE key = $1
 `
 
@@ -121,12 +127,15 @@ func (q *Queries) EffectGet(ctx context.Context, key string) (Effect, error) {
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }
 
 const effectGetForUpdate = `-- name: EffectGetForUpdate :one
-SELECT key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+SELECT key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 FROM effect WHERE key = $1 FOR UPDATE
 `
 
@@ -146,6 +155,9 @@ func (q *Queries) EffectGetForUpdate(ctx context.Context, key string) (Effect, e
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }
@@ -155,7 +167,7 @@ INSERT INTO effect (key, run_id, step, provider, status, request, created_at, pa
 VALUES ($1, $2, $3, $4, 'attempted', $5::text::jsonb,
   $6, $7, $8)
 ON CONFLICT (key) DO NOTHING
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 `
 
 type EffectRecordInsertParams struct {
@@ -195,13 +207,16 @@ func (q *Queries) EffectRecordInsert(ctx context.Context, arg EffectRecordInsert
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }
 
 const effectResolveAbandon = `-- name: EffectResolveAbandon :one
 UPDATE effect SET status = 'abandoned' WHERE key = $1
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 `
 
 func (q *Queries) EffectResolveAbandon(ctx context.Context, key string) (Effect, error) {
@@ -220,6 +235,9 @@ func (q *Queries) EffectResolveAbandon(ctx context.Context, key string) (Effect,
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }
@@ -227,7 +245,7 @@ func (q *Queries) EffectResolveAbandon(ctx context.Context, key string) (Effect,
 const effectResolveConfirm = `-- name: EffectResolveConfirm :one
 UPDATE effect SET status = 'confirmed', external_id = $1::text, confirmed_at = $2::timestamptz
 WHERE key = $3
-RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth
+RETURNING key, run_id, step, provider, status, external_id, request, response, created_at, confirmed_at, parent_key, depth, request_amount, request_currency, request_other
 `
 
 type EffectResolveConfirmParams struct {
@@ -252,6 +270,9 @@ func (q *Queries) EffectResolveConfirm(ctx context.Context, arg EffectResolveCon
 		&i.ConfirmedAt,
 		&i.ParentKey,
 		&i.Depth,
+		&i.RequestAmount,
+		&i.RequestCurrency,
+		&i.RequestOther,
 	)
 	return i, err
 }

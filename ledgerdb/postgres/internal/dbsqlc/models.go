@@ -29,18 +29,21 @@ type DeferredIndex struct {
 }
 
 type Effect struct {
-	Key         string
-	RunID       string
-	Step        string
-	Provider    string
-	Status      string
-	ExternalID  *string
-	Request     []byte
-	Response    []byte
-	CreatedAt   time.Time
-	ConfirmedAt *time.Time
-	ParentKey   *string
-	Depth       int
+	Key             string
+	RunID           string
+	Step            string
+	Provider        string
+	Status          string
+	ExternalID      *string
+	Request         []byte
+	Response        []byte
+	CreatedAt       time.Time
+	ConfirmedAt     *time.Time
+	ParentKey       *string
+	Depth           int
+	RequestAmount   *string
+	RequestCurrency *string
+	RequestOther    *string
 }
 
 type EffectNew struct {
