@@ -28,7 +28,8 @@ func reconcileCmd(t *testing.T, args ...string) (int, string, string) {
 }
 
 // The effect table that `reconcile migrate` creates on PostgreSQL has exactly
-// the columns of DESIGN section 4, with their types, nullability and default.
+// the columns of DESIGN section 4, with their types, nullability and default,
+// and those the job adds: with defaults, or generated.
 func TestMigrateCreatesTheEffectTableOnPostgres(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Schema(t)
@@ -48,7 +49,7 @@ func TestMigrateCreatesTheEffectTableOnPostgres(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `
-		SELECT column_name, data_type, is_nullable, coalesce(column_default, '')
+		SELECT column_name, data_type, is_nullable, coalesce(column_default, '') || CASE WHEN is_generated = 'ALWAYS' THEN 'generated' ELSE '' END
 		FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = 'effect'
 		ORDER BY ordinal_position`)
@@ -78,6 +79,11 @@ func TestMigrateCreatesTheEffectTableOnPostgres(t *testing.T) {
 		// applications that write the columns above are unaffected.
 		"parent_key | text | YES | ",
 		"depth | integer | NO | 0",
+		// Generated from request for the job's reads: applications neither
+		// write them nor need a grant for them.
+		"request_amount | text | YES | generated",
+		"request_currency | text | YES | generated",
+		"request_other | text | YES | generated",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effect columns (-want +got):\n%s", diff)
