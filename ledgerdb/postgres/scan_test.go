@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestTheScopeReadsTheSameOverEitherProtocol(t *testing.T) {
 	}
 	for i, e := range binary {
 		got := strings.Join([]string{e.Key, e.Provider, e.Step, string(e.Status), e.ExternalID, e.CreatedAt.Format(time.RFC3339Nano),
-			string(e.Request), string(e.State), e.Since.Format(time.RFC3339Nano), fmtBool(e.Final)}, " ")
+			string(e.Request), string(e.State), e.Since.Format(time.RFC3339Nano), strconv.FormatBool(e.Final)}, " ")
 		if i >= len(want) || got != want[i] {
 			t.Errorf("effect %d read as\n%s", i, got)
 		}
@@ -71,11 +72,4 @@ func TestTheScopeReadsTheSameOverEitherProtocol(t *testing.T) {
 	if len(binary) != len(want) {
 		t.Errorf("%d effects in scope, want %d", len(binary), len(want))
 	}
-}
-
-func fmtBool(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
