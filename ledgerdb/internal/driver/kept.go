@@ -13,6 +13,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/matcher"
 )
 
 // Kept holds, for each source a store ingested with IngestParams.Keep,
@@ -28,17 +29,22 @@ type Kept struct {
 
 // Keeping is the writer of one source's ingest: it passes every row on
 // and, when the ingest asked for it, writes each record's part to its
-// file.
+// file as a Spill lays out a row (spillKept, and what strtab.appendRecord
+// writes, numbered by its own tab), and the row's length to another: a
+// run's Spill takes the rows where they lie (AddKept).
 type Keeping struct {
 	ledgerdb.SourceWriter
 	precision time.Duration
-	f         *os.File // nil when nothing is kept
-	w         *bufio.Writer
+	f, lf     *os.File // nil when nothing is kept
+	w, lw     *bufio.Writer
 	details   *Details
 	tab       strtab
 	buf       []byte
 	id        int64
-	err       error // the first write to f that failed
+	err       error // the first write that failed
+	// Given by the run that takes the source: what its records say of it.
+	uri     string
+	webhook bool
 }
 
 // Keep begins an ingest's keeping: its records' Details, and when p.Keep
@@ -51,14 +57,24 @@ func (k *Kept) Keep(p *ledgerdb.IngestParams, precision time.Duration) (*Keeping
 	}
 	kw := &Keeping{precision: precision, details: d}
 	if p.Keep {
-		f, err := tempFile("kept")
+		if kw.f, err = tempFile("kept"); err == nil {
+			if kw.lf, err = tempFile("kept"); err != nil {
+				kw.f.Close()
+			}
+		}
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
-		kw.f, kw.w = f, bufio.NewWriterSize(f, 1<<18)
+		kw.w, kw.lw = bufio.NewWriterSize(kw.f, 1<<18), bufio.NewWriterSize(kw.lf, 1<<16)
 	}
 	return kw, nil
+}
+
+// close lets the kept rows go.
+func (kw *Keeping) close() {
+	kw.f.Close()
+	kw.lf.Close()
 }
 
 // Details are the details of the ingest's records, for the driver to add
@@ -84,11 +100,11 @@ func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
 	if kw.err == nil {
 		r := *e
 		r.Time = e.Time.UTC().Truncate(kw.precision)
-		b := kw.tab.appendRecord(kw.buf[:0], &r)
+		b := kw.tab.appendRecord(append(kw.buf[:0], spillKept), &r)
 		kw.buf = b
 		var n [binary.MaxVarintLen64]byte
-		if _, kw.err = kw.w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))]); kw.err == nil {
-			_, kw.err = kw.w.Write(b)
+		if _, kw.err = kw.w.Write(b); kw.err == nil {
+			_, kw.err = kw.lw.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
 		}
 	}
 	return kw.SourceWriter.Evidence(e)
@@ -111,10 +127,12 @@ func (k *Kept) Done(kw *Keeping, res *ledgerdb.IngestResult, err error) {
 		return
 	}
 	if err == nil && !res.Duplicate && kw.err == nil {
-		kw.err = kw.w.Flush()
+		if kw.err = kw.w.Flush(); kw.err == nil {
+			kw.err = kw.lw.Flush()
+		}
 	}
 	if err != nil || res.Duplicate || kw.err != nil {
-		kw.f.Close()
+		kw.close()
 		return
 	}
 	kw.id = res.SourceID
@@ -188,14 +206,15 @@ func (k *Kept) Close() {
 
 func (k *Kept) drop() {
 	for id, kw := range k.sources {
-		kw.f.Close()
+		kw.close()
 		delete(k.sources, id)
 	}
 }
 
 // AddKept adds to s the records of the sources taken, of the kinds that
 // link, as the run's own, each with the URI and webhook flag that origin
-// gives its source; it closes them, and returns how many it added.
+// gives its source, and returns how many it added. The rows stay in the
+// sources' files, which s closes with its own.
 func (s *Spill) AddKept(taken []*Keeping, linkKinds []string, origin func(source int64) (uri string, webhook bool, ok bool)) (int, error) {
 	links := map[reconcile.Kind]bool{}
 	for _, k := range linkKinds {
@@ -209,13 +228,19 @@ func (s *Spill) AddKept(taken []*Keeping, linkKinds []string, origin func(source
 			added, err = s.addKept(kw, links, origin)
 			n += added
 		}
-		kw.f.Close()
+		if !slices.Contains(s.kept, kw) {
+			kw.close()
+		}
 	}
 	return n, err
 }
 
+// addKept adds the rows of kw, where they lie; past the kinds of row a
+// Spill can tell apart (maxKept sources), it writes them again, as Record
+// does.
 func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(int64) (string, bool, bool)) (int, error) {
-	uri, webhook, ok := origin(kw.id)
+	var ok bool
+	kw.uri, kw.webhook, ok = origin(kw.id)
 	if !ok {
 		return 0, fmt.Errorf("kept records of source %d, which the manifest does not hold", kw.id)
 	}
@@ -223,10 +248,20 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 	if err != nil {
 		return 0, err
 	}
+	lend, err := kw.lf.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	inPlace := len(s.kept) < s.maxKept
+	if inPlace {
+		s.kept = append(s.kept, kw)
+		s.runs = append(s.runs, rowRun{f: kw.f, end: end, kind: spillKept + byte(len(s.kept)-1)})
+	}
 	r := bufio.NewReaderSize(io.NewSectionReader(kw.f, 0, end), 1<<18)
+	lr := bufio.NewReaderSize(io.NewSectionReader(kw.lf, 0, lend), 1<<16)
 	var n int
 	for {
-		l, err := binary.ReadUvarint(r)
+		l, err := binary.ReadUvarint(lr)
 		if errors.Is(err, io.EOF) {
 			return n, nil
 		}
@@ -241,6 +276,9 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		// read: Record copies them.
 		var e reconcile.Evidence
 		d := decoder{b: kw.buf, table: kw.tab.strs, views: true}
+		if d.byte() != spillKept {
+			d.err = errors.New("not a kept row")
+		}
 		d.record(&e)
 		if d.err == nil && len(d.b) > 0 {
 			d.err = errors.New("row longer than its record")
@@ -248,13 +286,24 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		if d.err != nil {
 			return n, fmt.Errorf("kept records of source %d: %w", kw.id, d.err)
 		}
-		if !links[e.Kind] {
-			continue
+		e.URI, e.Webhook = kw.uri, kw.webhook
+		switch {
+		case !links[e.Kind]:
+			if inPlace {
+				err = s.addLength(len(kw.buf), true)
+			}
+		case inPlace:
+			s.router.AddRecord()
+			s.values = matcher.RecordValues(s.values[:0], &e)
+			s.Records++
+			err = s.addLength(len(kw.buf), false)
+			n++
+		default:
+			err = s.Record(&e, true)
+			n++
 		}
-		e.URI, e.Webhook = uri, webhook
-		if err := s.Record(&e, true); err != nil {
+		if err != nil {
 			return n, err
 		}
-		n++
 	}
 }

@@ -24,9 +24,17 @@ import (
 // bytes per row and the values of one share (joinShare) at a time,
 // never the rows.
 type Spill struct {
-	f      *os.File
-	w      *bufio.Writer
-	router *matcher.Router
+	f       *os.File
+	w       *bufio.Writer
+	written int64 // the bytes of rows in f
+	// Where the rows lie, in the order added: in f, or in the file of a
+	// kept source (AddKept), whose rows take the kind spillKept+i in the
+	// layout by partition, i its place in kept.
+	runs    []rowRun
+	kept    []*Keeping
+	maxKept int // how many sources AddKept takes where they lie: maxKept
+	skipped int // rows of kept sources that are none of the Spill's (AddKept)
+	router  *matcher.Router
 	// The values each row is named by (matcher.RecordValues) wait in a
 	// file of their own, in the order added, until Cut joins them, a share
 	// at a time; each row's length in another, for the passes that lay
@@ -47,12 +55,26 @@ type Spill struct {
 	Effects, Records int
 }
 
+// rowRun is a stretch of rows that lie one after the other in f, from off
+// to end, and the kind they take in the layout by partition (0: as
+// written).
+type rowRun struct {
+	f        *os.File
+	off, end int64
+	kind     byte
+}
+
 // The kinds of row a Spill holds.
 const (
 	spillEffect  byte = iota
 	spillMine         // a record of the run's own evidence
 	spillEarlier      // a record of earlier evidence
+	spillKept         // a record of the first kept source; spillKept+i of the i-th
 )
+
+// maxKept is how many kept sources a Spill takes where they lie: one
+// kind of row each.
+const maxKept = 256 - int(spillKept)
 
 // NewSpill returns an empty Spill, its file in the system's temporary
 // folder.
@@ -73,7 +95,7 @@ func NewSpill() (*Spill, error) {
 		return nil, err
 	}
 	return &Spill{f: f, w: bufio.NewWriterSize(f, 1<<20), vf: vf, vw: bufio.NewWriterSize(vf, 1<<20), lf: lf, lw: bufio.NewWriterSize(lf, 1<<16),
-		router: matcher.NewRouter(0), share: joinShare, hold: cutHold}, nil
+		router: matcher.NewRouter(0), share: joinShare, hold: cutHold, maxKept: maxKept}, nil
 }
 
 // tempFile is an unlinked temporary file for what (its name, and what an
@@ -91,6 +113,9 @@ func tempFile(what string) (*os.File, error) {
 func (s *Spill) Close() error {
 	s.vf.Close()
 	s.lf.Close()
+	for _, kw := range s.kept {
+		kw.close()
+	}
 	return s.f.Close()
 }
 
@@ -101,16 +126,33 @@ const joinShare = 16 << 20
 // cutHold is about how many bytes of rows Cut holds at a time, twice.
 const cutHold = 8 << 20
 
-// add writes a row, its length, and its values for Cut: their count,
-// then each.
+// add writes a row, its length, and its values for Cut.
 func (s *Spill) add(row []byte) error {
 	s.buf = row
 	if _, err := s.w.Write(row); err != nil {
 		return err
 	}
-	b := binary.AppendUvarint(s.vbuf[:0], uint64(len(row)))
+	if l := len(s.runs) - 1; l >= 0 && s.runs[l].f == s.f {
+		s.runs[l].end += int64(len(row))
+	} else {
+		s.runs = append(s.runs, rowRun{f: s.f, off: s.written, end: s.written + int64(len(row))})
+	}
+	s.written += int64(len(row))
+	return s.addLength(len(row), false)
+}
+
+// addLength writes the length of a row, and whether the Spill skips it
+// (a kept row of a kind that links to nothing); and, unless skipped, its
+// values for Cut: their count, then each.
+func (s *Spill) addLength(length int, skip bool) error {
+	b := binary.AppendUvarint(s.vbuf[:0], uint64(length)<<1|uint64(bit(skip)))
 	if _, err := s.lw.Write(b); err != nil {
 		return err
+	}
+	if skip {
+		s.skipped++
+		s.vbuf = b
+		return nil
 	}
 	b = binary.AppendUvarint(b[:0], uint64(len(s.values)))
 	for _, v := range s.values {
@@ -149,19 +191,24 @@ func (s *Spill) eachValues(f func(n uint32, values []uint64)) error {
 }
 
 // eachLength calls f with each row's number and length, in the order
-// added.
-func (s *Spill) eachLength(f func(n uint32, length int)) error {
+// added, and with the length of each row skipped (AddKept), which has no
+// number.
+func (s *Spill) eachLength(f func(n uint32, length int, skipped bool)) error {
 	end, err := s.lf.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(s.lf, 0, end), 1<<20)
-	for n := range uint32(s.Effects + s.Records) {
-		length, err := binary.ReadUvarint(r)
+	var n uint32
+	for range s.Effects + s.Records + s.skipped {
+		v, err := binary.ReadUvarint(r)
 		if err != nil {
 			return err
 		}
-		f(n, int(length))
+		f(n, int(v>>1), v&1 == 1)
+		if v&1 == 0 {
+			n++
+		}
 	}
 	return nil
 }
@@ -256,17 +303,22 @@ func (s *Spill) cut(size int) (int, error) {
 	part, count := s.router.Partitions(size)
 	s.router = nil
 	s.off = make([]int64, count+1)
-	if err := s.eachLength(func(n uint32, length int) { s.off[part[n]+1] += int64(length) }); err != nil {
+	if err := s.eachLength(func(n uint32, length int, skipped bool) {
+		if !skipped {
+			s.off[part[n]+1] += int64(length)
+		}
+	}); err != nil {
 		return 0, err
 	}
 	for i := range count {
 		s.off[i+1] += s.off[i]
 	}
-	// Rows are copied from the file as added (from 0) to where their
-	// partition lies (after it), some megabytes at a time: read in the
-	// order added, then grouped by partition in a second buffer, so that
-	// each partition's share is one write. Both buffers are reused.
-	base := s.off[count]
+	// Rows are copied from where they lie, in the order added, to where
+	// their partition lies in f (after its rows), some megabytes at a
+	// time: read in the order added, then grouped by partition in a
+	// second buffer, so that each partition's share is one write. Both
+	// buffers are reused.
+	base := s.written
 	at := make([]int64, count)
 	copy(at, s.off[:count])
 	s.rows = make([][3]int, count)
@@ -305,17 +357,39 @@ func (s *Spill) cut(size int) (int, error) {
 		held, parts, lens = held[:0], parts[:0], lens[:0]
 		return nil
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(s.f, 0, base), 1<<20)
-	var failed error
-	if err := s.eachLength(func(n uint32, length int) {
+	r := bufio.NewReaderSize(nil, 1<<20)
+	var (
+		run    = -1
+		left   int64 // the bytes of run not read
+		failed error
+	)
+	if err := s.eachLength(func(n uint32, length int, skipped bool) {
+		for left == 0 && run+1 < len(s.runs) {
+			run++
+			at := s.runs[run]
+			r.Reset(io.NewSectionReader(at.f, at.off, at.end-at.off))
+			left = at.end - at.off
+		}
+		left -= int64(length)
+		if skipped {
+			if _, err := r.Discard(length); err != nil && failed == nil {
+				failed = err
+			}
+			return
+		}
 		p, l := part[n], len(held)
 		held = slices.Grow(held, length)[:l+length]
 		if _, err := io.ReadFull(r, held[l:]); err != nil && failed == nil {
 			failed = err
 		}
-		if kind := held[l]; kind <= spillEarlier {
-			s.rows[p][kind]++
+		if kind := s.runs[run].kind; kind != 0 {
+			held[l] = kind
 		}
+		kind := held[l]
+		if kind >= spillKept {
+			kind = spillMine
+		}
+		s.rows[p][kind]++
 		parts, lens = append(parts, p), append(lens, length)
 		if len(held) > s.hold && failed == nil {
 			failed = flush()
@@ -396,8 +470,19 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 			} else {
 				p.Earlier = append(p.Earlier, e)
 			}
-		default:
-			d.err = fmt.Errorf("row of kind %d", kind)
+		default: // a kept source's, its strings numbered by its own tab
+			if int(kind-spillKept) >= len(s.kept) {
+				d.err = fmt.Errorf("row of kind %d", kind)
+				break
+			}
+			kw := s.kept[kind-spillKept]
+			e := reconcile.Evidence{URI: kw.uri}
+			d.table = kw.tab.strs
+			d.record(&e)
+			d.table = s.shared.strs
+			e.Webhook = kw.webhook
+			own(b[start:len(b)-len(d.b)], &e.TxID, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)
+			p.Evidence = append(p.Evidence, e)
 		}
 	}
 	if d.err != nil {

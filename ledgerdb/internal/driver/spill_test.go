@@ -16,14 +16,23 @@ import (
 
 // Every row added to a Spill comes back once, whole, in the partition the
 // Router gives it, however many rows share a partition and however few
-// values the Spill joins at a time.
+// values the Spill joins at a time: the effects, the records read from the
+// ledger, and those two ingests kept (each with its source's URI and
+// webhook flag, numbering its strings in an order of its own, and with
+// rows of a kind that links to nothing, which the Spill leaves out), added
+// between the others.
 func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	at := time.Date(2026, 11, 30, 23, 59, 59, 123456789, time.UTC)
+	at := time.Date(2026, 11, 30, 23, 59, 59, 123456000, time.UTC)
+	type origin struct {
+		uri     string
+		webhook bool
+	}
+	origins := map[int64]origin{11: {"s3://b/report.csv", false}, 12: {"/data/events.jsonl", true}}
 	for _, n := range []int{0, 1, 7, 3000} {
 		var effects []ledgerdb.ScopedEffect
 		var records []reconcile.Evidence
-		var mine []bool
+		var from []int64 // 0: read from the ledger as earlier, 1: as the run's own; else the kept source
 		for i := range n {
 			e := ledgerdb.ScopedEffect{Effect: reconcile.Effect{Key: fmt.Sprintf("r:charge:%d", i), Provider: "stripe", Step: "charge",
 				Status: reconcile.StatusAttempted, CreatedAt: at, Request: []byte(`{"amount":100,"currency":"eur"}`)}}
@@ -31,14 +40,48 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 				e.ExternalID, e.State, e.Since, e.Final = fmt.Sprintf("pi_%d", i/2), reconcile.ClassMissing, at.Add(-time.Hour), true
 			}
 			effects = append(effects, e)
-			for range r.IntN(3) {
-				records = append(records, reconcile.Evidence{Provider: "stripe", Kind: reconcile.KindCharge, TxID: fmt.Sprintf("ch_%d", r.IntN(n)),
+			for range r.IntN(4) {
+				rec := reconcile.Evidence{Provider: "stripe", Kind: reconcile.KindCharge, TxID: fmt.Sprintf("ch_%d", r.IntN(n)),
 					PaymentIntent: fmt.Sprintf("pi_%d", r.IntN(n)), EffectKey: e.Key, Amount: reconcile.Money{Minor: -int64(r.IntN(1e9)), Currency: "EUR"},
 					Time: at.Add(time.Duration(r.IntN(1e6)) * time.Millisecond), URI: "s3://b/k.csv", Line: 1 + r.IntN(1e6),
-					Pending: r.IntN(2) == 0, Failed: r.IntN(3) == 0, Webhook: r.IntN(2) == 0})
-				mine = append(mine, r.IntN(4) > 0)
+					Pending: r.IntN(2) == 0, Failed: r.IntN(3) == 0, Webhook: r.IntN(2) == 0}
+				source := []int64{0, 1, 11, 12}[r.IntN(4)]
+				if source > 1 && r.IntN(5) == 0 {
+					rec.Provider, rec.Amount.Currency = "adyen", "USD"
+				}
+				if source > 1 && r.IntN(7) == 0 {
+					rec.Kind, rec.TxID, rec.PaymentIntent = reconcile.KindFee, "", "" // no line of its own either: it must not join
+				}
+				records = append(records, rec)
+				from = append(from, source)
 			}
 		}
+		// The kept sources are ingested in the order their rows come,
+		// numbering their strings as they meet them.
+		var k Kept
+		keeping := map[int64]*Keeping{}
+		writers := map[int64]ledgerdb.SourceWriter{}
+		for _, id := range []int64{12, 11} {
+			kw, err := k.Keep(&ledgerdb.IngestParams{Keep: true}, time.Microsecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keeping[id], writers[id] = kw, kw.Over(&countWriter{})
+		}
+		for i := range records {
+			if from[i] > 1 {
+				rec := records[i]
+				rec.URI, rec.Webhook = "", !origins[from[i]].webhook // what the Spill must not take from the ingest
+				if err := writers[from[i]].Evidence(&rec); err != nil {
+					t.Fatal(err)
+				}
+				records[i].URI, records[i].Webhook = origins[from[i]].uri, origins[from[i]].webhook
+			}
+		}
+		for id, kw := range keeping {
+			k.Done(kw, &ledgerdb.IngestResult{SourceID: id}, nil)
+		}
+
 		s, err := NewSpill()
 		if err != nil {
 			t.Fatal(err)
@@ -46,6 +89,7 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 		if n == 3000 {
 			s.share = 500 // some twenty shares
 			s.hold = 4000 // and some fifty moves of the rows
+			s.maxKept = 1 // the second source's rows written again
 		}
 		router := matcher.NewRouter(0)
 		for i := range effects {
@@ -54,16 +98,48 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 			}
 			router.Effect(effects[i].Provider, effects[i].Key, effects[i].ExternalID)
 		}
-		for i := range records {
-			if err := s.Record(&records[i], mine[i]); err != nil {
-				t.Fatal(err)
+		var order []int // the records' indexes in the order added
+		read := func(half int) {
+			for i := range records {
+				if from[i] <= 1 && i%2 == half {
+					if err := s.Record(&records[i], from[i] == 1); err != nil {
+						t.Fatal(err)
+					}
+					order = append(order, i)
+				}
 			}
+		}
+		read(0)
+		taken, rest := k.Take([]int64{11, 12, 13})
+		if len(taken) != 2 || len(rest) != 1 {
+			t.Fatalf("%d sources taken, %v not kept; want 2 and [13]", len(taken), rest)
+		}
+		added, err := s.AddKept(taken, []string{string(reconcile.KindCharge), string(reconcile.KindDispute)}, func(id int64) (string, bool, bool) {
+			o, ok := origins[id]
+			return o.uri, o.webhook, ok
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(order)
+		for _, id := range []int64{11, 12} {
+			for i := range records {
+				if from[i] == id && records[i].Kind == reconcile.KindCharge {
+					order = append(order, i)
+				}
+			}
+		}
+		if added != len(order)-before {
+			t.Fatalf("%d rows: AddKept added %d records, want %d", n, added, len(order)-before)
+		}
+		read(1)
+		for _, i := range order {
 			router.Record(&records[i])
 		}
 		part, count := router.Partitions(40)
 		var sum ledgerdb.MatchSummary
-		if err := s.Cut(40, &sum); err != nil || sum.Partitions != count || sum.Effects != len(effects) || sum.Records != len(records) {
-			t.Fatalf("%d rows: Cut says %+v, %v; want %d partitions, %d effects, %d records", n, sum, err, count, len(effects), len(records))
+		if err := s.Cut(40, &sum); err != nil || sum.Partitions != count || sum.Effects != len(effects) || sum.Records != len(order) {
+			t.Fatalf("%d rows: Cut says %+v, %v; want %d partitions, %d effects, %d records", n, sum, err, count, len(effects), len(order))
 		}
 		want := make([]ledgerdb.Partition, count)
 		for i := range want {
@@ -73,9 +149,9 @@ func TestASpillGivesBackEveryRowInItsPartition(t *testing.T) {
 			p := &want[part[i]]
 			p.Effects = append(p.Effects, effects[i])
 		}
-		for i := range records {
-			p := &want[part[len(effects)+i]]
-			if mine[i] {
+		for j, i := range order {
+			p := &want[part[len(effects)+j]]
+			if from[i] != 0 {
 				p.Evidence = append(p.Evidence, records[i])
 			} else {
 				p.Earlier = append(p.Earlier, records[i])
