@@ -2,6 +2,7 @@ package matcher
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -31,9 +32,9 @@ import (
 type Router struct {
 	// buckets holds the values joined since the last Forget by the top
 	// bucketBits of their hash, each as the next 32 bits and the node
-	// that named it (hash<<32 | node): sorted bucket by bucket, equal
-	// values come next to each other, and a bucket stays in the
-	// processor's cache where a map of every value would not.
+	// that named it (hash<<32 | node): grouped bucket by bucket, a
+	// bucket's values stay in the processor's cache where a map of every
+	// value would not.
 	buckets [][]uint64
 	parent  []uint32 // union-find forest over the nodes
 	effects int      // the first nodes are effects
@@ -124,31 +125,76 @@ func appendValue(dst []uint64, tag byte, provider, value string) []uint64 {
 // Forget, and lets the values go; the groups stay. Values joined after it
 // must be none of those before (another share of them).
 func (r *Router) Forget() {
-	// The buckets are sorted apart, on every processor: a run's link
-	// waits for this, most of the rest of its work done.
+	// Each bucket's entries are rewritten as the first node that named
+	// their value and their own (first<<32 | node), through a table of
+	// the bucket's values, on every processor: a run's link waits for
+	// this, most of the rest of its work done. The groups are then joined
+	// on one.
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)
 	for w := range workers {
 		wg.Go(func() {
+			var table []uint64 // value<<32 | first node+1; 0 is empty
 			for b := w; b < len(r.buckets); b += workers {
-				slices.Sort(r.buckets[b])
+				g := r.buckets[b]
+				if len(g) > tableMax {
+					firstBySort(g)
+					continue
+				}
+				size := 1 << bits.Len(uint(2*len(g)))
+				if cap(table) < size {
+					table = make([]uint64, size)
+				}
+				table = table[:size]
+				clear(table)
+				mask := uint64(size - 1)
+				for i, e := range g {
+					value, node := e>>32, e&(1<<32-1)
+					// The value's 32 bits below the bucket's are evenly
+					// spread: their low bits are the slot.
+					for slot := value & mask; ; slot = (slot + 1) & mask {
+						t := table[slot]
+						if t == 0 {
+							table[slot] = value<<32 | node + 1
+							g[i] = node<<32 | node
+							break
+						}
+						if t>>32 == value {
+							g[i] = (t&(1<<32-1)-1)<<32 | node
+							break
+						}
+					}
+				}
 			}
 		})
 	}
 	wg.Wait()
 	for k, g := range r.buckets {
-		for i := 0; i < len(g); {
-			j := i + 1
-			for ; j < len(g) && g[j]>>32 == g[i]>>32; j++ {
-				a, b := r.find(uint32(g[i])), r.find(uint32(g[j]))
-				if a > b {
-					a, b = b, a
-				}
-				r.parent[b] = a // the smaller node is the root: a group's first node
+		for _, e := range g {
+			if a, b := r.find(uint32(e>>32)), r.find(uint32(e)); a != b {
+				r.parent[max(a, b)] = min(a, b) // the smaller node is the root: a group's first node
 			}
-			i = j
 		}
 		r.buckets[k] = g[:0]
+	}
+}
+
+// tableMax is the most entries of a bucket grouped through a table: a
+// table takes two to four times a bucket's eight bytes an entry, and a
+// share of values that are mostly one (a degenerate night) would make
+// one bucket of most of them, which is sorted instead. A share's buckets
+// hold about 8,000 entries each.
+var tableMax = 1 << 18
+
+// firstBySort rewrites a bucket's entries as Forget's table does, by
+// sorting them: equal values come next to each other.
+func firstBySort(g []uint64) {
+	slices.Sort(g)
+	for i := 0; i < len(g); {
+		value, first := g[i]>>32, g[i]&(1<<32-1)
+		for ; i < len(g) && g[i]>>32 == value; i++ {
+			g[i] = first<<32 | g[i]&(1<<32-1)
+		}
 	}
 }
 

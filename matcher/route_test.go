@@ -121,25 +121,39 @@ func findingsOf(r *Result) []string {
 // order.
 func TestARouterJoinsEveryNodeThatSharesAValue(t *testing.T) {
 	const pairs = 300_000
-	r := rand.New(rand.NewPCG(7, 8))
-	router := NewRouter(0)
-	for range 2 * pairs {
-		router.AddEffect()
-	}
-	// Node i and node pairs+i share a value; each node has one of its own.
-	order := r.Perm(2 * pairs)
-	for _, n := range order {
-		pair := uint64(n % pairs)
-		router.Join(uint32(n), pair*0x9E3779B97F4A7C15+1)
-		router.Join(uint32(n), r.Uint64())
-	}
-	part, count := router.Partitions(1)
-	if count != pairs {
-		t.Fatalf("%d partitions, want one for each of the %d pairs", count, pairs)
-	}
-	for i := range pairs {
-		if part[i] != part[pairs+i] {
-			t.Fatalf("nodes %d and %d share a value but fell in partitions %d and %d", i, pairs+i, part[i], part[pairs+i])
+	for _, max := range []int{tableMax, 100} { // through tables; and by sorting, the buckets larger than 100
+		r := rand.New(rand.NewPCG(7, 8))
+		router := NewRouter(0)
+		for range 2*pairs + 1000 {
+			router.AddEffect()
+		}
+		// Node i and node pairs+i share a value; each node has one of its
+		// own; and the last thousand share one value among them.
+		order := r.Perm(2 * pairs)
+		for _, n := range order {
+			pair := uint64(n % pairs)
+			router.Join(uint32(n), pair*0x9E3779B97F4A7C15+1)
+			router.Join(uint32(n), r.Uint64())
+		}
+		shared := r.Uint64()
+		for n := range 1000 {
+			router.Join(uint32(2*pairs+n), shared)
+		}
+		tableMax = max
+		part, count := router.Partitions(1)
+		tableMax = 1 << 18
+		if count != pairs+1 {
+			t.Fatalf("grouped by table up to %d: %d partitions, want one for each of the %d pairs and one more", max, count, pairs)
+		}
+		for i := range pairs {
+			if part[i] != part[pairs+i] {
+				t.Fatalf("grouped by table up to %d: nodes %d and %d share a value but fell in partitions %d and %d", max, i, pairs+i, part[i], part[pairs+i])
+			}
+		}
+		for n := range 1000 {
+			if part[2*pairs+n] != part[2*pairs] {
+				t.Fatalf("grouped by table up to %d: node %d names the value of node %d but fell in another partition", max, 2*pairs+n, 2*pairs)
+			}
 		}
 	}
 }
