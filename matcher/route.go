@@ -249,6 +249,15 @@ func (r *Router) Reserve(n int) {
 	}
 }
 
+// Share says which of shares the value whose hash is v falls in, for a
+// caller that joins a share of the values at a time (Forget): taken from
+// the hash's low bits, which the Router does not compare, so that the
+// values of a share are told apart by as many bits as all of them.
+func Share(v, shares uint64) uint64 {
+	const low = 64 - bucketBits - 32
+	return (v & (1<<low - 1)) * shares >> low
+}
+
 // Join puts node n in one group with every node that names the value
 // whose hash is v, up to the next Forget (or Partitions).
 func (r *Router) Join(n uint32, v uint64) {

@@ -172,18 +172,19 @@ func (s *Spill) eachValues(f func(n uint32, values []uint64)) error {
 		return err
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(s.vf, 0, end), 1<<20)
-	var word [8]byte
+	var words []byte
 	for n := range uint32(s.Effects + s.Records) {
 		k, err := binary.ReadUvarint(r)
 		if err != nil {
 			return err
 		}
+		words = slices.Grow(words[:0], 8*int(k))[:8*k]
+		if _, err := io.ReadFull(r, words); err != nil {
+			return err
+		}
 		s.values = s.values[:0]
-		for range k {
-			if _, err := io.ReadFull(r, word[:]); err != nil {
-				return err
-			}
-			s.values = append(s.values, binary.LittleEndian.Uint64(word[:]))
+		for i := 0; i < len(words); i += 8 {
+			s.values = append(s.values, binary.LittleEndian.Uint64(words[i:]))
 		}
 		f(n, s.values)
 	}
@@ -422,7 +423,7 @@ func (s *Spill) join() error {
 		s.router.Reserve(s.nvalues / int(shares)) // a share holds about its part, by the values' hash
 		if err := s.eachValues(func(n uint32, values []uint64) {
 			for _, v := range values {
-				if v%shares == share {
+				if matcher.Share(v, shares) == share {
 					s.router.Join(n, v)
 				}
 			}
