@@ -2,8 +2,10 @@ package matcher
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -304,12 +306,39 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	}
 	// Sorted by index, then moved into place once, cycle by cycle: a
 	// transaction is too large to move at every step of a sort, and a
-	// sorted copy would double what a partition allocates.
-	order := make([]int32, len(txs))
-	for i := range order {
-		order[i] = int32(i)
+	// sorted copy would double what a partition allocates. Each index is
+	// sorted with its provider's rank and its id's first eight bytes,
+	// which decide most comparisons without reading the transactions.
+	rank := map[string]uint64{}
+	for i := range txs {
+		rank[txs[i].Provider] = 0
 	}
-	slices.SortFunc(order, func(a, b int32) int { return compareTx(&txs[a], &txs[b]) })
+	for i, p := range slices.Sorted(maps.Keys(rank)) {
+		rank[p] = uint64(i)
+	}
+	type sortKey struct {
+		provider, id uint64
+		i            int32
+	}
+	keys := make([]sortKey, len(txs))
+	for i := range txs {
+		var prefix [8]byte
+		copy(prefix[:], txs[i].ID)
+		keys[i] = sortKey{rank[txs[i].Provider], binary.BigEndian.Uint64(prefix[:]), int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if a.provider != b.provider {
+			return cmp.Compare(a.provider, b.provider)
+		}
+		if a.id != b.id { // bytes of the ids as strings.Compare reads them, or none: then the ids decide
+			return cmp.Compare(a.id, b.id)
+		}
+		return compareTx(&txs[a.i], &txs[b.i])
+	})
+	order := make([]int32, len(txs))
+	for i, k := range keys {
+		order[i] = k.i
+	}
 	for i := range order {
 		if order[i] < 0 {
 			continue

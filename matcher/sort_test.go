@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"reconcile"
@@ -42,6 +43,34 @@ func TestRecordsAreSortedHoweverTheyCome(t *testing.T) {
 		}
 		if len(seen) != len(recs) {
 			t.Fatalf("%d runs: %d distinct records out of %d", runs, len(seen), len(recs))
+		}
+	}
+}
+
+// Transactions leave in compareTx's order, each once, whatever their ids
+// share: a long common start, a length under the eight bytes the sort
+// looks at first, a NUL byte, and several providers.
+func TestTransactionsComeInOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	ids := []string{"", "a", "ab", "ab\x00", "ab\x00c", "abcdefgh", "abcdefgh1", "abcdefgh2", "abcdefg\xff", "ch_1", "ch_10", "ch_2", "\xff"}
+	for range 50 {
+		var evidence []reconcile.Evidence
+		for line := range 300 {
+			id := ids[r.IntN(len(ids))] + strings.Repeat("x", r.IntN(3))
+			evidence = append(evidence, reconcile.Evidence{Provider: []string{"stripe", "adyen", "paypal"}[r.IntN(3)], TxID: id,
+				Kind:   []reconcile.Kind{reconcile.KindCharge, reconcile.KindRefund, reconcile.KindDispute}[r.IntN(3)],
+				Amount: reconcile.Money{Minor: int64(r.IntN(5) - 2), Currency: "EUR"}, URI: "a.csv", Line: line + 2})
+		}
+		txs := Transactions(evidence)
+		if !slices.IsSortedFunc(txs, func(a, b reconcile.Transaction) int { return compareTx(&a, &b) }) {
+			t.Fatalf("transactions out of order: %v", txs)
+		}
+		seen := 0
+		for _, tx := range txs {
+			seen += tx.Records
+		}
+		if seen != len(evidence) {
+			t.Fatalf("%d records in the transactions, want %d", seen, len(evidence))
 		}
 	}
 }
