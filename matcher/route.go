@@ -171,19 +171,21 @@ func (r *Router) Forget() {
 	wg.Wait()
 	for k, g := range r.buckets {
 		for _, e := range g {
-			if a, b := r.find(uint32(e>>32)), r.find(uint32(e)); a != b {
-				r.parent[max(a, b)] = min(a, b) // the smaller node is the root: a group's first node
+			if first, node := uint32(e>>32), uint32(e); first != node {
+				if a, b := r.find(first), r.find(node); a != b {
+					r.parent[max(a, b)] = min(a, b) // the smaller node is the root: a group's first node
+				}
 			}
 		}
 		r.buckets[k] = g[:0]
 	}
 }
 
-// tableMax is the most entries of a bucket grouped through a table: a
-// table takes two to four times a bucket's eight bytes an entry, and a
-// share of values that are mostly one (a degenerate night) would make
-// one bucket of most of them, which is sorted instead. A share's buckets
-// hold about 8,000 entries each.
+// tableMax is the most entries of a bucket grouped through a table,
+// which has two to four slots of eight bytes for each: a share of values
+// that are mostly one (a degenerate night) would make one bucket of most
+// of them, which is sorted instead. A share's buckets hold about 8,000
+// entries each.
 var tableMax = 1 << 18
 
 // firstBySort rewrites a bucket's entries as Forget's table does, by

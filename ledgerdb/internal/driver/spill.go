@@ -383,12 +383,9 @@ func (s *Spill) cut(size int) (int, error) {
 		if _, err := io.ReadFull(r, held[l:]); err != nil && failed == nil {
 			failed = err
 		}
-		if kind := s.runs[run].kind; kind != 0 {
-			held[l] = kind
-		}
 		kind := held[l]
-		if kind >= spillKept {
-			kind = spillMine
+		if k := s.runs[run].kind; k != 0 { // a kept source's: the run's own
+			held[l], kind = k, spillMine
 		}
 		s.rows[p][kind]++
 		parts, lens = append(parts, p), append(lens, length)
