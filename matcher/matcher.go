@@ -72,8 +72,13 @@ var stepKinds = map[string]reconcile.Kind{
 }
 
 // ExpectedKind is the kind of provider transaction an effect's step makes,
-// and false for a step that leaves no money evidence (an email).
+// and false for a step that leaves no money evidence (an email). Asked
+// several times of every effect, it tries the commonest step before the
+// table.
 func ExpectedKind(step string) (reconcile.Kind, bool) {
+	if step == "charge" {
+		return reconcile.KindCharge, true
+	}
 	k, ok := stepKinds[step]
 	return k, ok
 }

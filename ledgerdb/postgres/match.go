@@ -344,7 +344,17 @@ func (m *matching) read(ctx context.Context, q querier, r *read) error {
 	} else if err := m.readStaged(ctx, q, r.part); err != nil {
 		return err
 	}
-	r.fresh, r.attempted = map[string]bool{}, map[string]bool{}
+	var fresh, attempted int // sized first: a first night's partition is all fresh
+	for i := range r.part.Effects {
+		e := &r.part.Effects[i]
+		if e.State == "" {
+			fresh++
+		}
+		if e.Status == reconcile.StatusAttempted {
+			attempted++
+		}
+	}
+	r.fresh, r.attempted = make(map[string]bool, fresh), make(map[string]bool, attempted)
 	for i := range r.part.Effects {
 		e := &r.part.Effects[i]
 		if e.State == "" {
