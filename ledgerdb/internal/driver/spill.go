@@ -448,8 +448,9 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 	for len(d.b) > 0 && d.err == nil {
 		start := len(b) - len(d.b)
 		switch kind := d.byte(); kind {
-		case spillEffect:
-			var e ledgerdb.ScopedEffect
+		case spillEffect: // decoded where it goes: an effect is too large to copy
+			p.Effects = append(p.Effects, ledgerdb.ScopedEffect{})
+			e := &p.Effects[len(p.Effects)-1]
 			e.Provider, e.Step, e.Status, e.State = d.shared(), d.shared(), reconcile.Status(d.shared()), reconcile.Class(d.shared())
 			var request string
 			e.Key, e.ExternalID, request = d.string(), d.string(), d.string()
@@ -457,30 +458,28 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 			e.CreatedAt, e.Since = d.time(), d.time()
 			e.Final = d.byte() == 1
 			own(b[start:len(b)-len(d.b)], &e.Key, &e.ExternalID)
-			p.Effects = append(p.Effects, e)
 		case spillMine, spillEarlier:
-			var e reconcile.Evidence
-			e.URI = d.shared()
-			d.record(&e)
-			own(b[start:len(b)-len(d.b)], &e.TxID, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)
-			if kind == spillMine {
-				p.Evidence = append(p.Evidence, e)
-			} else {
-				p.Earlier = append(p.Earlier, e)
+			to := &p.Evidence
+			if kind == spillEarlier {
+				to = &p.Earlier
 			}
+			*to = append(*to, reconcile.Evidence{URI: d.shared()})
+			e := &(*to)[len(*to)-1]
+			d.record(e)
+			own(b[start:len(b)-len(d.b)], &e.TxID, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)
 		default: // a kept source's, its strings numbered by its own tab
 			if int(kind-spillKept) >= len(s.kept) {
 				d.err = fmt.Errorf("row of kind %d", kind)
 				break
 			}
 			kw := s.kept[kind-spillKept]
-			e := reconcile.Evidence{URI: kw.uri}
+			p.Evidence = append(p.Evidence, reconcile.Evidence{URI: kw.uri})
+			e := &p.Evidence[len(p.Evidence)-1]
 			d.table = kw.tab.strs
-			d.record(&e)
+			d.record(e)
 			d.table = s.shared.strs
-			e.Webhook = kw.webhook
+			e.Webhook = kw.webhook // not the ingest's
 			own(b[start:len(b)-len(d.b)], &e.TxID, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)
-			p.Evidence = append(p.Evidence, e)
 		}
 	}
 	if d.err != nil {
