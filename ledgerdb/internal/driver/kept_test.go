@@ -41,7 +41,7 @@ func TestAKeepingThatCannotWriteKeepsNothing(t *testing.T) {
 				broken, ledger.n, len(taken), rest)
 		}
 		for _, kw := range taken {
-			kw.f.Close()
+			kw.close()
 		}
 	}
 }
