@@ -344,17 +344,9 @@ func (m *matching) read(ctx context.Context, q querier, r *read) error {
 	} else if err := m.readStaged(ctx, q, r.part); err != nil {
 		return err
 	}
-	var fresh, attempted int // sized first: a first night's partition is all fresh
-	for i := range r.part.Effects {
-		e := &r.part.Effects[i]
-		if e.State == "" {
-			fresh++
-		}
-		if e.Status == reconcile.StatusAttempted {
-			attempted++
-		}
-	}
-	r.fresh, r.attempted = make(map[string]bool, fresh), make(map[string]bool, attempted)
+	// Sized for a first night's partition, all fresh: grown key by key,
+	// the list took a 1M night 0.34 s of processor time.
+	r.fresh, r.attempted = make(map[string]bool, len(r.part.Effects)), map[string]bool{}
 	for i := range r.part.Effects {
 		e := &r.part.Effects[i]
 		if e.State == "" {
