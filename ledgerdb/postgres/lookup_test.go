@@ -1,0 +1,216 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/postgres"
+	"reconcile/ledgerdb/postgres/pgtest"
+)
+
+// A record that names its effect by key is found by that key on every
+// later night, whatever the application did to the effect since the
+// record was read: its external id changed, the effect deleted and
+// written again, a source ingested and never matched, a ledger upgraded.
+// What each night's partitions held of earlier evidence is compared.
+
+// chargeRecord is a Stripe charge of 10.00 EUR that names key.
+func chargeRecord(tx, key string) reconcile.Evidence {
+	return reconcile.Evidence{Provider: "stripe", TxID: tx, Kind: reconcile.KindCharge, RawKind: "charge", EffectKey: key,
+		Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Time: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+}
+
+// ingestSource writes records as a source named by hash; keep says
+// whether a run ingests it (and matches it next) or it is ingested alone.
+func ingestSource(t *testing.T, s *postgres.Store, hash string, keep bool, records ...reconcile.Evidence) int64 {
+	t.Helper()
+	res, err := s.SourceIngest(context.Background(), &ledgerdb.IngestParams{URI: hash + ".csv", Keep: keep},
+		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
+			for i := range records {
+				records[i].URI, records[i].Line = hash+".csv", i+2
+				if err := w.Evidence(&records[i]); err != nil {
+					return nil, err
+				}
+			}
+			return &ledgerdb.SourceRecord{SourceAccount: reconcile.SourceAccount{Format: "stripe-itemized", Hash: hash,
+				Rows: len(records), Evidence: len(records)}}, nil
+		})
+	if err != nil || res.Duplicate {
+		t.Fatalf("SourceIngest(%s) = %+v, %v", hash, res, err)
+	}
+	return res.SourceID
+}
+
+// nightOver matches the sources, one process or one worker of a
+// distributed run, confirming every effect in scope with its external id;
+// it returns each effect in scope with the ids of the earlier records its
+// partition held.
+func nightOver(t *testing.T, s *postgres.Store, distribute bool, sources ...int64) map[string][]string {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		got = map[string][]string{}
+	)
+	match := func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var earlier []string
+		for _, r := range p.Earlier {
+			earlier = append(earlier, r.TxID)
+		}
+		slices.Sort(earlier)
+		var out []ledgerdb.Confirmation
+		for _, e := range p.Effects {
+			got[e.Key] = earlier
+			out = append(out, ledgerdb.Confirmation{Key: e.Key, ExternalID: e.ExternalID})
+		}
+		return out, nil
+	}
+	ctx, params := context.Background(), &ledgerdb.MatchParams{RunID: fmt.Sprintf("run_%d", runs.Add(1)), Sources: sources,
+		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}}
+	var err error
+	if distribute {
+		_, _, err = s.PartitionDistribute(ctx, params, &ledgerdb.Distribution{Workers: 1, Worker: "w1",
+			Match: func(_ []byte, p *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
+				confs, err := match(p)
+				return confs, []byte(`{}`), err
+			}})
+	} else {
+		_, err = s.PartitionMatch(ctx, params, match)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// runs numbers the runs of nightOver: a run's id is its own.
+var runs atomic.Int64
+
+// linkedByKey lists the ids of the records outside exclude that
+// EvidenceListLinked finds by key alone.
+func linkedByKey(t *testing.T, s *postgres.Store, key string, exclude ...int64) []string {
+	t.Helper()
+	ev, err := s.EvidenceListLinked(context.Background(), &ledgerdb.LinkParams{Keys: []string{key}, ExcludeSources: exclude})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range ev {
+		ids = append(ids, e.TxID)
+	}
+	return ids
+}
+
+// The application changes a confirmed charge's external id (or deletes
+// the effect and writes it again with the new one) after a night read
+// its record; a second charge under the same key, with the new id, comes
+// the next night. That night must see the first charge, found by the key
+// alone: missing it, it would confirm a charge made twice.
+func TestAnEarlierRecordIsFoundByKeyAfterItsEffectChanged(t *testing.T) {
+	changes := map[string][]string{
+		"external id changed": {`UPDATE effect SET external_id = 'ch_new' WHERE key = 'r:charge:1'`},
+		"deleted and written again": {`DELETE FROM effect_state WHERE key = 'r:charge:1'`, `DELETE FROM effect WHERE key = 'r:charge:1'`,
+			`INSERT INTO effect (key, run_id, step, provider, status, external_id, request, created_at)
+			 VALUES ('r:charge:1', 'app_1', 'charge', 'stripe', 'confirmed', 'ch_new', '{"amount": 1000, "currency": "eur"}', '2026-12-01T09:00:00Z')`},
+	}
+	for name, change := range changes {
+		for _, distribute := range []bool{false, true} {
+			t.Run(name+map[bool]string{false: "", true: ", distributed"}[distribute], func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				url := pgtest.Schema(t)
+				s := open(t, url, time.Now)
+				if _, err := s.SchemaMigrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				app := connect(t, url)
+				if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil { // external id ch_r:charge:1
+					t.Fatal(err)
+				}
+				first := ingestSource(t, s, "night1", true, chargeRecord("ch_r:charge:1", "r:charge:1"))
+				if got, ok := nightOver(t, s, distribute, first)["r:charge:1"]; !ok || got != nil {
+					t.Fatalf("first night: in scope %v, earlier records %v", ok, got)
+				}
+				for _, sql := range change {
+					if _, err := app.Exec(ctx, sql); err != nil {
+						t.Fatal(err)
+					}
+				}
+				second := ingestSource(t, s, "night2", true, chargeRecord("ch_new", "r:charge:1"))
+				got := nightOver(t, s, distribute, second)
+				if diff := cmp.Diff(map[string][]string{"r:charge:1": {"ch_r:charge:1"}}, got); diff != "" {
+					t.Errorf("second night's scope and earlier records (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff([]string{"ch_r:charge:1", "ch_new"}, linkedByKey(t, s, "r:charge:1")); diff != "" {
+					t.Errorf("records linked by key (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// A source ingested alone (or by a run that died before it matched) is
+// found by key by the next runs, before any of them matched it and after.
+func TestARecordIngestedAloneIsFoundByKey(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	if _, err := s.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	app := connect(t, url)
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil {
+		t.Fatal(err)
+	}
+	ingestSource(t, s, "alone", false, chargeRecord("ch_twice", "r:charge:1"))
+	if diff := cmp.Diff([]string{"ch_twice"}, linkedByKey(t, s, "r:charge:1")); diff != "" {
+		t.Errorf("records linked by key before a run (-want +got):\n%s", diff)
+	}
+	night := ingestSource(t, s, "night1", true, chargeRecord("ch_r:charge:1", "r:charge:1"))
+	if diff := cmp.Diff(map[string][]string{"r:charge:1": {"ch_twice"}}, nightOver(t, s, false, night)); diff != "" {
+		t.Errorf("first night (-want +got):\n%s", diff)
+	}
+	later := ingestSource(t, s, "night2", true, chargeRecord("ch_third", "r:charge:1")) // a new charge: in scope again
+	if diff := cmp.Diff(map[string][]string{"r:charge:1": {"ch_r:charge:1", "ch_twice"}}, nightOver(t, s, false, later)); diff != "" {
+		t.Errorf("second night (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ch_twice", "ch_r:charge:1"}, linkedByKey(t, s, "r:charge:1", later)); diff != "" {
+		t.Errorf("records linked by key after the runs (-want +got):\n%s", diff)
+	}
+}
+
+// A ledger of the release before records were sorted by how they are
+// found: its evidence is found by key after the upgrade.
+func TestAnUpgradeKeepsEveryRecordFoundByKey(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	if err := s.MigrateBefore(ctx, 22); err != nil {
+		t.Fatal(err)
+	}
+	app := connect(t, url)
+	if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil {
+		t.Fatal(err)
+	}
+	ingestSource(t, s, "old", false, chargeRecord("ch_r:charge:1", "r:charge:1"), chargeRecord("ch_twice", "r:charge:1"))
+	if _, err := s.SchemaMigrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, `UPDATE effect SET external_id = 'ch_new' WHERE key = 'r:charge:1'`); err != nil {
+		t.Fatal(err)
+	}
+	night := ingestSource(t, s, "night1", true, chargeRecord("ch_new", "r:charge:1"))
+	if diff := cmp.Diff(map[string][]string{"r:charge:1": {"ch_r:charge:1", "ch_twice"}}, nightOver(t, s, false, night)); diff != "" {
+		t.Errorf("first night after the upgrade (-want +got):\n%s", diff)
+	}
+}
