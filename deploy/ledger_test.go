@@ -46,7 +46,7 @@ func effectDDL(t *testing.T, driver string) []string {
 		t.Fatalf("no migrations for %s: %v", driver, err)
 	}
 	sort.Strings(files)
-	touches := regexp.MustCompile(`(?i)^(CREATE TABLE (IF NOT EXISTS )?effect \(|ALTER TABLE effect |CREATE (UNIQUE )?INDEX \w+ ON effect \(|CREATE TRIGGER \w+ AFTER \w+ ON effect )`)
+	touches := regexp.MustCompile(`(?i)^(CREATE TABLE (IF NOT EXISTS )?effect \(|ALTER TABLE effect |CREATE (UNIQUE )?INDEX \w+ ON effect \(|CREATE TRIGGER \w+ AFTER \w+ (OF [\w, ]+ )?ON effect )`)
 	var out []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)

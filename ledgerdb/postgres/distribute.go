@@ -159,7 +159,14 @@ func (s *Store) distribute(ctx context.Context, p *ledgerdb.MatchParams, d *ledg
 	if err := s.await(ctx, p.RunID, sum.Partitions, d.Progress); err != nil {
 		return nil, nil, err
 	}
-	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return m.mark(ctx, tx, matchLeftStaged, p.RunID) }); err != nil {
+	// The workers' partitions are not at hand: the run's sources are
+	// sorted as a source no run sorted is (migration 022).
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT sort_sources($1)`, nonNil(p.Sources)); err != nil {
+			return err
+		}
+		return m.mark(ctx, tx, matchLeftStaged, p.RunID)
+	}); err != nil {
 		return nil, nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT worker, confirmed, result, work_ms FROM stage_result WHERE run_id = $1 ORDER BY idx`, p.RunID)

@@ -21,11 +21,16 @@ func (s *Store) EvidenceListLinked(ctx context.Context, p *ledgerdb.LinkParams) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]reconcile.Evidence, len(rows))
+	out := make([]reconcile.Evidence, 0, len(rows))
 	for i, r := range rows {
-		if out[i], err = evidenceOf(dbsqlc.EvidenceListBySourceRow(r)); err != nil {
+		if i > 0 && r.Evidence.SourceID == rows[i-1].Evidence.SourceID && r.Evidence.Seq == rows[i-1].Evidence.Seq {
+			continue // the same record, found twice
+		}
+		e, err := evidenceOf(dbsqlc.EvidenceListBySourceRow(r))
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, e)
 	}
 	return out, nil
 }

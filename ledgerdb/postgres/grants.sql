@@ -11,9 +11,9 @@ GRANT USAGE ON SCHEMA public TO reconcile;
 -- effect_pending that have a state, and the rows of effect_new below the
 -- scope's horizon, through the owner's effect_new_forget() (migration 019).
 GRANT SELECT, INSERT, UPDATE ON claim, run, source, effect_state, escalation, scope_mark TO reconcile;
-GRANT SELECT, INSERT ON orphan, evidence, evidence_detail, rejected_row, finding, resolution TO reconcile;
+GRANT SELECT, INSERT ON orphan, evidence, evidence_detail, evidence_loose, rejected_row, finding, resolution TO reconcile;
 GRANT SELECT, INSERT, DELETE ON effect_pending TO reconcile;
-GRANT SELECT ON schema_migration, deferred_index, effect_new TO reconcile;
+GRANT SELECT ON schema_migration, deferred_index, effect_new, effect_renamed TO reconcile;
 GRANT USAGE ON SEQUENCE orphan_id_seq, source_id_seq, resolution_id_seq TO reconcile;
 
 -- The application's ledger: read it, confirm its rows, add compensations.

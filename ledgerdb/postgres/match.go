@@ -78,6 +78,9 @@ type matching struct {
 	// a state (matchLeftOpen).
 	horizon string
 	open    []string
+	// loose are the run's records that a later night finds by key alone
+	// (migration 022), as the partitions showed them.
+	loose []looseRecord
 	// scopeRead, when set, is called once the effects in scope are read.
 	scopeRead func()
 }
@@ -89,6 +92,36 @@ type read struct {
 	fresh     map[string]bool
 	attempted map[string]bool // the keys of its effects that were attempted, not confirmed, as read
 	confirmed []ledgerdb.Confirmation
+	loose     []looseRecord
+}
+
+// looseRecord names a record of the run's own by its source's URI, line,
+// transaction and key: its source may hold others alike, which are then
+// taken as loose too.
+type looseRecord struct {
+	uri, txID, key string
+	line           int
+}
+
+// looseIn lists the run's records in part that name an effect by key and
+// that a later night cannot find through that effect's external id: the
+// partition, which holds every effect in scope that a record names, has
+// no effect of that key, or one whose external id is neither the record's
+// transaction nor its payment intent.
+func looseIn(part *ledgerdb.Partition) []looseRecord {
+	ids := make(map[string]string, len(part.Effects))
+	for i := range part.Effects {
+		ids[part.Effects[i].Key] = part.Effects[i].ExternalID
+	}
+	var out []looseRecord
+	for i := range part.Evidence {
+		e := &part.Evidence[i]
+		if id := ids[e.EffectKey]; e.EffectKey == "" || id != "" && (id == e.TxID || id == e.PaymentIntent) {
+			continue
+		}
+		out = append(out, looseRecord{uri: e.URI, txID: e.TxID, key: e.EffectKey, line: e.Line})
+	}
+	return out
 }
 
 // run links, then reads, matches and records the partitions
@@ -115,6 +148,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		func(r *read) (*read, error) {
 			var err error
 			r.confirmed, err = match(r.part)
+			r.loose = looseIn(r.part)
 			r.part = nil
 			return r, err
 		},
@@ -130,15 +164,37 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 			for key := range r.fresh {
 				m.open = append(m.open, key)
 			}
+			m.loose = append(m.loose, r.loose...)
 			return err
 		})
 	if err != nil {
 		return nil, err
 	}
-	if err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error { return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open)) }); err != nil {
+	if err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
+		if err := m.sortOwn(ctx, tx); err != nil {
+			return err
+		}
+		return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open))
+	}); err != nil {
 		return nil, err
 	}
 	return sum, nil
+}
+
+// sortOwn sorts the run's sources, from the loose records its partitions
+// showed (migration 022).
+func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, matchLooseSetup); err != nil {
+		return err
+	}
+	if err := copyRows(ctx, tx, "m_loose", "uri, line, tx_id, effect_key", len(m.loose), func(b copyRow, i int) copyRow {
+		l := &m.loose[i]
+		return b.fields(4).text(l.uri).int4(l.line).text(l.txID).text(l.key)
+	}); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, matchSortOwn, nonNil(m.p.Sources), m.p.LinkKinds())
+	return err
 }
 
 // mark leaves the next run what it reads its scope from, once the run's
@@ -193,6 +249,9 @@ func (m *matching) prepare(ctx context.Context, sum *ledgerdb.MatchSummary) erro
 		// sources' pages only where evidence_source has summarized them
 		// (migration 014); otherwise each reads the whole table.
 		if _, err := m.conn.Exec(ctx, matchSummarize); err != nil {
+			return err
+		}
+		if _, err := m.conn.Exec(ctx, matchSortEarlier, sources); err != nil {
 			return err
 		}
 	}

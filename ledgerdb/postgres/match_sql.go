@@ -131,13 +131,39 @@ FROM unnest($2::text[], $3::text[]) AS c (key, external_id) WHERE e.key = c.key 
 
 // matchEarlier copies the earlier records that name an effect in scope
 // by key (their own, or their payment's) or by its external id. Each
-// branch probes its partial index with the keys or ids of the effects
-// in scope, so that its cost follows the scope, not the evidence.
-var matchEarlier = `INSERT INTO m_early ` + matchEarlierBy("effect_key", "key") + `
-UNION ` + matchEarlierBy("parent_effect_key", "key") + `
+// branch probes an index with the keys or ids of the effects in scope,
+// so that its cost follows the scope, not the evidence. A record that
+// names an effect by key is found through the effect's external id, as
+// its transaction or payment intent, or through an external id the
+// effect had (effect_renamed), or in evidence_loose, or, in a source not
+// sorted yet, by key (migration 022).
+var matchEarlier = `INSERT INTO m_early ` + matchEarlierBy("parent_effect_key", "key") + `
 UNION ` + matchEarlierBy("tx_id", "external_id") + `
 UNION ` + matchEarlierBy("payment_intent", "external_id") + `
-UNION ` + matchEarlierBy("parent_tx_id", "external_id")
+UNION ` + matchEarlierBy("parent_tx_id", "external_id") + `
+UNION SELECT ` + matchRecordCols + ` FROM evidence_loose WHERE source_id <> ALL($1)
+  AND effect_key COLLATE "C" = ANY(ARRAY(SELECT key FROM m_eff))
+UNION SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND effect_key <> ''
+  AND source_id = ANY(ARRAY(SELECT id FROM source WHERE NOT sorted))
+  AND effect_key COLLATE "C" = ANY(ARRAY(SELECT key FROM m_eff))
+UNION SELECT ` + matchRecordCols + ` FROM (SELECT r.key, r.external_id FROM effect_renamed r
+    WHERE r.key COLLATE "C" = ANY(ARRAY(SELECT key FROM m_eff))) r
+  JOIN evidence v ON v.effect_key = r.key AND (v.tx_id COLLATE "C" = r.external_id OR v.payment_intent COLLATE "C" = r.external_id)
+  WHERE v.source_id <> ALL($1)`
+
+// matchSortEarlier sorts the sources other than the run's ($1) that no
+// run sorted (migration 022), before the run reads them; matchSortOwn
+// sorts the run's own sources once they are matched: each record the
+// run's process found loose (m_loose names it), and every record naming
+// a key of a kind that does not link ($2), which no partition held.
+const (
+	matchSortEarlier = `SELECT sort_sources(ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1)))`
+	matchLooseSetup  = `CREATE TEMP TABLE m_loose (uri text NOT NULL, line integer NOT NULL, tx_id text NOT NULL, effect_key text NOT NULL) ON COMMIT DROP`
+	matchSortOwn     = `WITH s AS (UPDATE source SET sorted = true WHERE id = ANY($1) AND NOT sorted RETURNING id, uri)
+INSERT INTO evidence_loose SELECT v.* FROM evidence v JOIN s ON s.id = v.source_id
+WHERE v.source_id = ANY($1) AND v.effect_key <> ''
+  AND (v.kind <> ALL($2) OR (s.uri, v.line, v.tx_id, v.effect_key) IN (SELECT uri, line, tx_id, effect_key FROM m_loose))`
+)
 
 // matchRecordCols are the columns of evidence that the matching reads of
 // a record.
@@ -157,9 +183,11 @@ func matchEarlierBy(col, effectCol string) string {
 // record of the run ($1: its sources) names by key or by external id, when
 // that record is of a transaction no earlier record holds: a late
 // duplicate re-opens a confirmed effect, a report read again does not. The
-// candidates are the effects the run's records name that are not in scope
-// already (mostly none: what a night names is mostly open); only for those
-// is it asked, by index, whether a record naming them is new. The names
+// candidates (c) are the effects the run's records name that are not in
+// scope already (mostly none: what a night names is mostly open); only for
+// those is it asked whether a record naming them is new: by index for
+// the names of the evidence indexes, through the run's records joined to
+// them by key (evidence_effect_key is gone: migration 022). The names
 // come from one read of the run's records (r), its columns of keys and of
 // ids each taken as a list (unnesting an array of them for every record
 // cost a second night 0.15 s of 0.9 s); the ids are not made distinct
@@ -168,21 +196,21 @@ func matchEarlierBy(col, effectCol string) string {
 // DISTINCT).
 // matchScopeNamed then adds them to the scope, when there are any.
 var matchNamed = `CREATE TEMP TABLE m_named AS
-WITH r AS MATERIALIZED (SELECT effect_key, parent_effect_key, tx_id, payment_intent, parent_tx_id FROM evidence WHERE source_id = ANY($1))
-SELECT c.key FROM (
+WITH r AS MATERIALIZED (SELECT provider, effect_key, parent_effect_key, tx_id, payment_intent, parent_tx_id FROM evidence WHERE source_id = ANY($1)),
+c AS MATERIALIZED (SELECT c.key FROM (
     (SELECT effect_key AS key FROM r WHERE effect_key <> '' UNION ALL SELECT parent_effect_key FROM r WHERE parent_effect_key <> ''
      EXCEPT SELECT key FROM m_eff)
     UNION
     (SELECT key FROM effect WHERE external_id = ANY(ARRAY(
        SELECT tx_id FROM r WHERE tx_id <> '' UNION ALL SELECT payment_intent FROM r WHERE payment_intent <> ''
        UNION ALL SELECT parent_tx_id FROM r WHERE parent_tx_id <> ''))
-     EXCEPT SELECT key FROM m_eff)) c
-JOIN effect n ON n.key = c.key
-WHERE ` + newRecordNaming("effect_key", "n.key") + `
-  OR ` + newRecordNaming("parent_effect_key", "n.key") + `
+     EXCEPT SELECT key FROM m_eff)) c)
+SELECT c.key FROM c JOIN effect n ON n.key = c.key
+WHERE ` + newRecordNaming("parent_effect_key", "n.key") + `
   OR ` + newRecordNaming("tx_id", "n.external_id") + `
   OR ` + newRecordNaming("payment_intent", "n.external_id") + `
-  OR ` + newRecordNaming("parent_tx_id", "n.external_id")
+  OR ` + newRecordNaming("parent_tx_id", "n.external_id") + `
+UNION SELECT c.key FROM c JOIN r x ON x.effect_key = c.key WHERE ` + newTransaction
 
 const matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
 WHERE e.key = ANY(ARRAY(SELECT key FROM m_named)) AND (e.status = 'abandoned' OR st.final)`
@@ -193,6 +221,10 @@ WHERE e.key = ANY(ARRAY(SELECT key FROM m_named)) AND (e.status = 'abandoned' OR
 // probe of evidence_tx_id, not a hash of every earlier tx_id.
 func newRecordNaming(col, value string) string {
 	return `EXISTS (SELECT 1 FROM evidence x WHERE x.` + col + ` COLLATE "C" = ` + value + ` AND x.` + col + ` <> '' AND x.source_id + 0 = ANY($1)
-    AND (x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id COLLATE "C" = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
-      AND o.source_id <> ALL($1) OFFSET 0)))`
+    AND ` + newTransaction + `)`
 }
+
+// newTransaction says whether the run's record x is of a transaction no
+// earlier record holds.
+const newTransaction = `(x.tx_id = '' OR NOT EXISTS (SELECT 1 FROM evidence o WHERE o.tx_id COLLATE "C" = x.tx_id AND o.tx_id <> '' AND o.provider = x.provider
+      AND o.source_id <> ALL($1) OFFSET 0))`

@@ -55,6 +55,11 @@ type EffectPending struct {
 	Key string
 }
 
+type EffectRenamed struct {
+	Key        string
+	ExternalID string
+}
+
 type EffectState struct {
 	Key          string
 	Class        string
@@ -107,6 +112,26 @@ type EvidenceDetail struct {
 	Description string
 	Metadata    []byte
 	Raw         string
+}
+
+type EvidenceLoose struct {
+	SourceID        int64
+	Seq             int
+	Line            int
+	Provider        string
+	TxID            string
+	Kind            string
+	RawKind         string
+	AmountMinor     int64
+	Currency        string
+	FeeMinor        int64
+	OccurredAt      *time.Time
+	Pending         bool
+	Failed          bool
+	EffectKey       string
+	ParentEffectKey string
+	PaymentIntent   string
+	ParentTxID      string
 }
 
 type Finding struct {
@@ -181,6 +206,7 @@ type Source struct {
 	IgnoredCount  int
 	RunID         *string
 	IngestedAt    time.Time
+	Sorted        bool
 }
 
 type StageEffect struct {

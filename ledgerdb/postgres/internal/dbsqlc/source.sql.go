@@ -74,12 +74,23 @@ SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kin
 FROM evidence ev JOIN source src ON src.id = ev.source_id
 LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE NOT ev.source_id = ANY($1::bigint[]) AND (
-  (ev.effect_key <> '' AND ev.effect_key COLLATE "C" = ANY($2::text[]))
-  OR (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($2::text[]))
+  (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($2::text[]))
   OR (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY($3::text[]))
   OR (ev.payment_intent <> '' AND ev.payment_intent COLLATE "C" = ANY($3::text[]))
-  OR (ev.parent_tx_id <> '' AND ev.parent_tx_id COLLATE "C" = ANY($3::text[])))
-ORDER BY ev.source_id, ev.seq
+  OR (ev.parent_tx_id <> '' AND ev.parent_tx_id COLLATE "C" = ANY($3::text[]))
+  OR (ev.effect_key = ANY($2::text[]) AND (ev.tx_id COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
+      WHERE e.key = ANY($2::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
+      WHERE r.key COLLATE "C" = ANY($2::text[])))
+    OR ev.payment_intent COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
+      WHERE e.key = ANY($2::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
+      WHERE r.key COLLATE "C" = ANY($2::text[])))))
+  OR (ev.effect_key = ANY($2::text[]) AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted))))
+UNION ALL
+SELECT l.source_id, l.seq, l.line, l.provider, l.tx_id, l.kind, l.raw_kind, l.amount_minor, l.currency, l.fee_minor, l.occurred_at, l.pending, l.failed, l.effect_key, l.parent_effect_key, l.payment_intent, l.parent_tx_id, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
+FROM evidence_loose l JOIN source src ON src.id = l.source_id
+LEFT JOIN evidence_detail d ON d.source_id = l.source_id AND d.seq = l.seq
+WHERE NOT l.source_id = ANY($1::bigint[]) AND l.effect_key COLLATE "C" = ANY($2::text[])
+ORDER BY 1, 2
 `
 
 type EvidenceListLinkedParams struct {
@@ -99,8 +110,12 @@ type EvidenceListLinkedRow struct {
 
 // The evidence outside exclude_sources that names one of keys as its
 // effect or its parent's, or one of ids as its transaction, payment
-// intent or parent transaction. Each comparison names the "C" collation,
-// the lookup indexes' (migration 013).
+// intent or parent transaction. A record naming a key is found through
+// the effect's external id, or one it had, as its transaction or payment
+// intent, or among the loose records, or by key in a source not sorted
+// yet (migration 022): a record may come more than once, one after the
+// other. Each comparison names the "C" collation, the lookup indexes'
+// (migration 013).
 func (q *Queries) EvidenceListLinked(ctx context.Context, arg EvidenceListLinkedParams) ([]EvidenceListLinkedRow, error) {
 	rows, err := q.db.Query(ctx, evidenceListLinked, arg.ExcludeSources, arg.Keys, arg.Ids)
 	if err != nil {
@@ -183,7 +198,7 @@ func (q *Queries) RejectedListBySource(ctx context.Context, arg RejectedListBySo
 }
 
 const sourceFind = `-- name: SourceFind :one
-SELECT id, hash, uri, etag, bytes, format, row_count, evidence_count, rejected_count, ignored_count, run_id, ingested_at
+SELECT id, hash, uri, etag, bytes, format, row_count, evidence_count, rejected_count, ignored_count, run_id, ingested_at, sorted
 FROM source
 WHERE (hash = $1::text AND $1 <> '') OR (etag = $2::text AND $2 <> '')
 ORDER BY id LIMIT 1
@@ -211,12 +226,13 @@ func (q *Queries) SourceFind(ctx context.Context, arg SourceFindParams) (Source,
 		&i.IgnoredCount,
 		&i.RunID,
 		&i.IngestedAt,
+		&i.Sorted,
 	)
 	return i, err
 }
 
 const sourceGet = `-- name: SourceGet :one
-SELECT id, hash, uri, etag, bytes, format, row_count, evidence_count, rejected_count, ignored_count, run_id, ingested_at
+SELECT id, hash, uri, etag, bytes, format, row_count, evidence_count, rejected_count, ignored_count, run_id, ingested_at, sorted
 FROM source WHERE id = $1
 `
 
@@ -236,12 +252,13 @@ func (q *Queries) SourceGet(ctx context.Context, id int64) (Source, error) {
 		&i.IgnoredCount,
 		&i.RunID,
 		&i.IngestedAt,
+		&i.Sorted,
 	)
 	return i, err
 }
 
 const sourceList = `-- name: SourceList :many
-SELECT id, hash, uri, etag, bytes, format, row_count, evidence_count, rejected_count, ignored_count, run_id, ingested_at
+SELECT id, hash, uri, etag, bytes, format, row_count, evidence_count, rejected_count, ignored_count, run_id, ingested_at, sorted
 FROM source ORDER BY id
 `
 
@@ -267,6 +284,7 @@ func (q *Queries) SourceList(ctx context.Context) ([]Source, error) {
 			&i.IgnoredCount,
 			&i.RunID,
 			&i.IngestedAt,
+			&i.Sorted,
 		); err != nil {
 			return nil, err
 		}
