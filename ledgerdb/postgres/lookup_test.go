@@ -216,3 +216,54 @@ func TestAnUpgradeKeepsEveryRecordFoundByKey(t *testing.T) {
 		t.Errorf("first night after the upgrade (-want +got):\n%s", diff)
 	}
 }
+
+// An attempted effect that a night confirms takes the external id of the
+// record that confirms it, unless the application gave it one while the
+// run matched: then that record is found by key. A record of a kind that
+// does not link (an adjustment) naming the effect by key is found by key
+// too, though no partition held it.
+func TestARecordIsFoundByKeyWhateverItsEffectsIDBecame(t *testing.T) {
+	for _, raced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "confirmed", true: "given an id by the application meanwhile"}[raced], func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url := pgtest.Schema(t)
+			s := open(t, url, time.Now)
+			if _, err := s.SchemaMigrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			app := connect(t, url)
+			if _, err := app.Exec(ctx, `INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
+				VALUES ('r:charge:1', 'app_1', 'charge', 'stripe', 'attempted', '{"amount": 1000, "currency": "eur"}', '2026-12-01T09:00:00Z')`); err != nil {
+				t.Fatal(err)
+			}
+			adjustment := chargeRecord("adj_1", "r:charge:1")
+			adjustment.Kind = reconcile.KindAdjustment
+			first := ingestSource(t, s, "night1", true, chargeRecord("ch_a", "r:charge:1"), adjustment)
+			_, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{first},
+				Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}},
+				func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+					if raced {
+						if _, err := app.Exec(ctx, `UPDATE effect SET external_id = 'ch_b' WHERE key = 'r:charge:1'`); err != nil {
+							return nil, err
+						}
+					}
+					return []ledgerdb.Confirmation{{Key: "r:charge:1", ExternalID: "ch_a"}}, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := map[bool]string{false: "ch_a", true: "ch_b"}[raced]
+			if e, err := s.EffectGet(ctx, "r:charge:1"); err != nil || e.ExternalID != id || e.Status != reconcile.StatusConfirmed {
+				t.Fatalf("effect after the first night = %+v, %v; want confirmed with %s", e, err, id)
+			}
+			second := ingestSource(t, s, "night2", true, chargeRecord("ch_c", "r:charge:1")) // a new charge: in scope again
+			if diff := cmp.Diff(map[string][]string{"r:charge:1": {"ch_a"}}, nightOver(t, s, false, second)); diff != "" {
+				t.Errorf("second night's scope and earlier records (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"ch_a", "adj_1", "ch_c"}, linkedByKey(t, s, "r:charge:1")); diff != "" {
+				t.Errorf("records linked by key (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

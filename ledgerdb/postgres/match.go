@@ -80,7 +80,8 @@ type matching struct {
 	open    []string
 	// loose are the run's records that a later night finds by key alone
 	// (migration 022), as the partitions showed them.
-	loose []looseRecord
+	loose []driver.NamedRecord
+	scan  []int64 // the run's sources read from the ledger, not kept
 	// scopeRead, when set, is called once the effects in scope are read.
 	scopeRead func()
 }
@@ -92,36 +93,54 @@ type read struct {
 	fresh     map[string]bool
 	attempted map[string]bool // the keys of its effects that were attempted, not confirmed, as read
 	confirmed []ledgerdb.Confirmation
-	loose     []looseRecord
-}
-
-// looseRecord names a record of the run's own by its source's URI, line,
-// transaction and key: its source may hold others alike, which are then
-// taken as loose too.
-type looseRecord struct {
-	uri, txID, key string
-	line           int
+	loose     []driver.NamedRecord
+	maybe     []maybeLoose
+	given     map[string]string // the external ids record gave attempted effects, by key
 }
 
 // looseIn lists the run's records in part that name an effect by key and
 // that a later night cannot find through that effect's external id: the
 // partition, which holds every effect in scope that a record names, has
 // no effect of that key, or one whose external id is neither the record's
-// transaction nor its payment intent.
-func looseIn(part *ledgerdb.Partition) []looseRecord {
+// transaction nor its payment intent. An effect without an external id
+// that a confirmation gives one (matchRecordConfirmed) may have one by
+// then: maybe lists the records found through it, if it is.
+func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose []driver.NamedRecord, maybe []maybeLoose) {
 	ids := make(map[string]string, len(part.Effects))
 	for i := range part.Effects {
 		ids[part.Effects[i].Key] = part.Effects[i].ExternalID
 	}
-	var out []looseRecord
+	given := map[string]string{}
+	for _, c := range confirmed {
+		if ids[c.Key] == "" && c.ExternalID != "" {
+			given[c.Key] = c.ExternalID
+		}
+	}
 	for i := range part.Evidence {
 		e := &part.Evidence[i]
-		if id := ids[e.EffectKey]; e.EffectKey == "" || id != "" && (id == e.TxID || id == e.PaymentIntent) {
+		if e.EffectKey == "" {
 			continue
 		}
-		out = append(out, looseRecord{uri: e.URI, txID: e.TxID, key: e.EffectKey, line: e.Line})
+		id, confirming := ids[e.EffectKey], false
+		if id == "" {
+			id, confirming = given[e.EffectKey], true
+		}
+		n := driver.NamedRecord{URI: e.URI, Line: e.Line, TxID: e.TxID, Key: e.EffectKey}
+		switch {
+		case id == "" || id != e.TxID && id != e.PaymentIntent:
+			loose = append(loose, n)
+		case confirming:
+			maybe = append(maybe, maybeLoose{n, id})
+		}
 	}
-	return out
+	return loose, maybe
+}
+
+// maybeLoose is a record that is loose unless its effect's external id
+// became id.
+type maybeLoose struct {
+	driver.NamedRecord
+	id string
 }
 
 // run links, then reads, matches and records the partitions
@@ -148,7 +167,7 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		func(r *read) (*read, error) {
 			var err error
 			r.confirmed, err = match(r.part)
-			r.loose = looseIn(r.part)
+			r.loose, r.maybe = looseIn(r.part, r.confirmed)
 			r.part = nil
 			return r, err
 		},
@@ -165,6 +184,11 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 				m.open = append(m.open, key)
 			}
 			m.loose = append(m.loose, r.loose...)
+			for _, x := range r.maybe {
+				if r.given[x.Key] != x.id {
+					m.loose = append(m.loose, x.NamedRecord)
+				}
+			}
 			return err
 		})
 	if err != nil {
@@ -181,19 +205,31 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	return sum, nil
 }
 
-// sortOwn sorts the run's sources, from the loose records its partitions
-// showed (migration 022).
+// sortOwn sorts the run's sources (migration 022): from the loose records
+// its partitions showed and those of kept sources no partition held
+// (driver.Spill.Unlinked); the sources read from the ledger (scan),
+// whose records of kinds that do not link no partition held, and every
+// source when a loose record has no transaction to look it up by, are
+// read whole.
 func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx) error {
+	loose := append(m.loose, m.spill.Unlinked...)
+	scan := m.scan
+	for _, l := range loose {
+		if l.TxID == "" {
+			scan = m.p.Sources
+			break
+		}
+	}
 	if _, err := tx.Exec(ctx, matchLooseSetup); err != nil {
 		return err
 	}
-	if err := copyRows(ctx, tx, "m_loose", "uri, line, tx_id, effect_key", len(m.loose), func(b copyRow, i int) copyRow {
-		l := &m.loose[i]
-		return b.fields(4).text(l.uri).int4(l.line).text(l.txID).text(l.key)
+	if err := copyRows(ctx, tx, "m_loose", "uri, line, tx_id, effect_key", len(loose), func(b copyRow, i int) copyRow {
+		l := &loose[i]
+		return b.fields(4).text(l.URI).int4(l.Line).text(l.TxID).text(l.Key)
 	}); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, matchSortOwn, nonNil(m.p.Sources), m.p.LinkKinds())
+	_, err := tx.Exec(ctx, matchSortOwn, nonNil(m.p.Sources), m.p.LinkKinds(), nonNil(scan))
 	return err
 }
 
@@ -356,6 +392,7 @@ func (m *matching) cut(ctx context.Context, sum *ledgerdb.MatchSummary, scope st
 		return err
 	}
 	taken, sources := m.kept.Take(sources)
+	m.scan = sources
 	sum.Kept, err = spill.AddKept(taken, linkKinds, func(id int64) (string, bool, bool) {
 		o, ok := origins[id]
 		return o.uri, o.webhook, ok
@@ -669,9 +706,20 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		if len(keys) == 0 {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, matchRecordConfirmed, m.now, keys, ids)
-		n = int(tag.RowsAffected())
-		return err
+		rows, err := tx.Query(ctx, matchRecordConfirmed, m.now, keys, ids)
+		if err != nil {
+			return err
+		}
+		r.given = make(map[string]string, len(keys))
+		for rows.Next() {
+			var key, id string
+			if err := rows.Scan(&key, &id); err != nil {
+				return err
+			}
+			r.given[key] = id
+			n++
+		}
+		return rows.Err()
 	}()
 	return n, err
 }

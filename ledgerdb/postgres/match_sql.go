@@ -126,7 +126,8 @@ ON CONFLICT (key) DO UPDATE SET class = EXCLUDED.class, final = EXCLUDED.final, 
 	// looked up by key, where m_conf, of no statistics, made the plan a
 	// scan of every effect.
 	matchRecordConfirmed = `UPDATE effect e SET status = 'confirmed', external_id = coalesce(e.external_id, c.external_id), confirmed_at = $1
-FROM unnest($2::text[], $3::text[]) AS c (key, external_id) WHERE e.key = c.key AND e.status = 'attempted'`
+FROM unnest($2::text[], $3::text[]) AS c (key, external_id) WHERE e.key = c.key AND e.status = 'attempted'
+RETURNING e.key, coalesce(e.external_id, '')`
 )
 
 // matchEarlier copies the earlier records that name an effect in scope
@@ -154,15 +155,20 @@ UNION SELECT ` + matchRecordCols + ` FROM (SELECT r.key, r.external_id FROM effe
 // matchSortEarlier sorts the sources other than the run's ($1) that no
 // run sorted (migration 022), before the run reads them; matchSortOwn
 // sorts the run's own sources once they are matched: each record the
-// run's process found loose (m_loose names it), and every record naming
-// a key of a kind that does not link ($2), which no partition held.
+// run's process found loose (m_loose names it), looked up by its
+// transaction, and, in the sources of $3, read whole, every record naming
+// a key of a kind that does not link ($2), and those m_loose names that
+// have no transaction.
 const (
 	matchSortEarlier = `SELECT sort_sources(ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1)))`
 	matchLooseSetup  = `CREATE TEMP TABLE m_loose (uri text NOT NULL, line integer NOT NULL, tx_id text NOT NULL, effect_key text NOT NULL) ON COMMIT DROP`
 	matchSortOwn     = `WITH s AS (UPDATE source SET sorted = true WHERE id = ANY($1) AND NOT sorted RETURNING id, uri)
-INSERT INTO evidence_loose SELECT v.* FROM evidence v JOIN s ON s.id = v.source_id
-WHERE v.source_id = ANY($1) AND v.effect_key <> ''
-  AND (v.kind <> ALL($2) OR (s.uri, v.line, v.tx_id, v.effect_key) IN (SELECT uri, line, tx_id, effect_key FROM m_loose))`
+INSERT INTO evidence_loose SELECT v.* FROM m_loose p JOIN s ON s.uri = p.uri
+  JOIN evidence v ON v.tx_id COLLATE "C" = p.tx_id AND v.tx_id <> '' AND v.source_id = s.id AND v.line = p.line AND v.effect_key = p.effect_key
+WHERE p.tx_id <> ''
+UNION ALL SELECT v.* FROM evidence v JOIN s ON s.id = v.source_id
+WHERE v.source_id = ANY($3) AND v.effect_key <> '' AND (v.kind <> ALL($2)
+  OR v.tx_id = '' AND (s.uri, v.line, v.effect_key) IN (SELECT uri, line, effect_key FROM m_loose WHERE tx_id = ''))`
 )
 
 // matchRecordCols are the columns of evidence that the matching reads of

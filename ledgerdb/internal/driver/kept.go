@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -289,6 +290,9 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		e.URI, e.Webhook = kw.uri, kw.webhook
 		switch {
 		case !links[e.Kind]:
+			if e.EffectKey != "" {
+				s.Unlinked = append(s.Unlinked, NamedRecord{URI: kw.uri, Line: e.Line, TxID: strings.Clone(e.TxID), Key: strings.Clone(e.EffectKey)})
+			}
 			if inPlace {
 				err = s.addLength(len(kw.buf), true)
 			}

@@ -53,6 +53,17 @@ type Spill struct {
 	shared  strtab
 	// Effects and Records count what was added.
 	Effects, Records int
+	// Unlinked are the records of kept sources (AddKept) that name an
+	// effect by key but are of a kind that does not link: no partition
+	// holds them.
+	Unlinked []NamedRecord
+}
+
+// NamedRecord names a record by its source's URI, its line, transaction
+// and effect key.
+type NamedRecord struct {
+	URI, TxID, Key string
+	Line           int
 }
 
 // rowRun is a stretch of rows that lie one after the other in f, from off
