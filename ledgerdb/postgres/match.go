@@ -353,6 +353,15 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		if err := exec(matchEarlier, sources); err != nil {
 			return err
 		}
+		var unsorted bool
+		if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source WHERE NOT sorted AND id <> ALL($1))`, sources).Scan(&unsorted); err != nil {
+			return err
+		}
+		if unsorted {
+			if err := exec(matchEarlierUnsorted, sources); err != nil {
+				return err
+			}
+		}
 	}
 	return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM m_eff`, nil, sources, linkKinds)
 }

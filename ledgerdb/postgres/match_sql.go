@@ -136,21 +136,31 @@ RETURNING e.key, coalesce(e.external_id, '')`
 // so that its cost follows the scope, not the evidence. A record that
 // names an effect by key is found through the effect's external id, as
 // its transaction or payment intent, or through an external id the
-// effect had (effect_renamed), or in evidence_loose, or, in a source not
-// sorted yet, by key (migration 022).
+// effect had (effect_renamed), or in evidence_loose (migration 022).
 var matchEarlier = `INSERT INTO m_early ` + matchEarlierBy("parent_effect_key", "key") + `
 UNION ` + matchEarlierBy("tx_id", "external_id") + `
 UNION ` + matchEarlierBy("payment_intent", "external_id") + `
 UNION ` + matchEarlierBy("parent_tx_id", "external_id") + `
 UNION SELECT ` + matchRecordCols + ` FROM evidence_loose WHERE source_id <> ALL($1)
   AND effect_key COLLATE "C" = ANY(ARRAY(SELECT key FROM m_eff))
-UNION SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND effect_key <> ''
-  AND source_id = ANY(ARRAY(SELECT id FROM source WHERE NOT sorted))
+UNION ` + matchRenamedBy("tx_id") + `
+UNION ` + matchRenamedBy("payment_intent")
+
+// matchRenamedBy selects the earlier records whose column col is an
+// external id that an effect in scope had, and that name it by key.
+func matchRenamedBy(col string) string {
+	return `SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND ` + col + ` <> ''
+  AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT r.external_id FROM effect_renamed r JOIN m_eff e ON e.key = r.key))
+  AND effect_key IN (SELECT r.key FROM effect_renamed r JOIN m_eff e ON e.key = r.key)`
+}
+
+// matchEarlierUnsorted copies the records that name an effect in scope by
+// key in the sources not sorted yet (other than the run's), read whole:
+// those written since the run sorted the others, when there are any.
+const matchEarlierUnsorted = `INSERT INTO m_early SELECT ` + matchRecordCols + ` FROM evidence
+WHERE source_id = ANY(ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1))) AND effect_key <> ''
   AND effect_key COLLATE "C" = ANY(ARRAY(SELECT key FROM m_eff))
-UNION SELECT ` + matchRecordCols + ` FROM (SELECT r.key, r.external_id FROM effect_renamed r
-    WHERE r.key COLLATE "C" = ANY(ARRAY(SELECT key FROM m_eff))) r
-  JOIN evidence v ON v.effect_key = r.key AND (v.tx_id COLLATE "C" = r.external_id OR v.payment_intent COLLATE "C" = r.external_id)
-  WHERE v.source_id <> ALL($1)`
+EXCEPT SELECT * FROM m_early`
 
 // matchSortEarlier sorts the sources other than the run's ($1) that no
 // run sorted (migration 022), before the run reads them; matchSortOwn
@@ -160,7 +170,8 @@ UNION SELECT ` + matchRecordCols + ` FROM (SELECT r.key, r.external_id FROM effe
 // a key of a kind that does not link ($2), and those m_loose names that
 // have no transaction.
 const (
-	matchSortEarlier = `SELECT sort_sources(ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1)))`
+	matchSortEarlier = `SELECT sort_sources(ids) FROM (SELECT ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1)) ids) s
+WHERE cardinality(ids) > 0`
 	matchLooseSetup  = `CREATE TEMP TABLE m_loose (uri text NOT NULL, line integer NOT NULL, tx_id text NOT NULL, effect_key text NOT NULL) ON COMMIT DROP`
 	matchSortOwn     = `WITH s AS (UPDATE source SET sorted = true WHERE id = ANY($1) AND NOT sorted RETURNING id, uri)
 INSERT INTO evidence_loose SELECT v.* FROM m_loose p JOIN s ON s.uri = p.uri
@@ -216,7 +227,7 @@ WHERE ` + newRecordNaming("parent_effect_key", "n.key") + `
   OR ` + newRecordNaming("tx_id", "n.external_id") + `
   OR ` + newRecordNaming("payment_intent", "n.external_id") + `
   OR ` + newRecordNaming("parent_tx_id", "n.external_id") + `
-UNION SELECT c.key FROM c JOIN r x ON x.effect_key = c.key WHERE ` + newTransaction
+UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM c JOIN r x ON x.effect_key = c.key OFFSET 0) x WHERE ` + newTransaction
 
 const matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
 WHERE e.key = ANY(ARRAY(SELECT key FROM m_named)) AND (e.status = 'abandoned' OR st.final)`
