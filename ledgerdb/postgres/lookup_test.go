@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -22,6 +23,30 @@ import (
 // record was read: its external id changed, the effect deleted and
 // written again, a source ingested and never matched, a ledger upgraded.
 // What each night's partitions held of earlier evidence is compared.
+
+// appLedger gives a store on a fresh schema, migrated whole (or up to
+// migration before, when set), and the application's connection, which
+// has written an effect by the statement insert.
+func appLedger(t *testing.T, before int, insert string, args ...any) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.Schema(t)
+	s := open(t, url, time.Now)
+	var err error
+	if before > 0 {
+		err = s.MigrateBefore(ctx, before)
+	} else {
+		_, err = s.SchemaMigrate(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := connect(t, url)
+	if _, err := app.Exec(ctx, insert, args...); err != nil {
+		t.Fatal(err)
+	}
+	return s, app
+}
 
 // chargeRecord is a Stripe charge of 10.00 EUR that names key.
 func chargeRecord(tx, key string) reconcile.Evidence {
@@ -128,15 +153,7 @@ func TestAnEarlierRecordIsFoundByKeyAfterItsEffectChanged(t *testing.T) {
 			t.Run(name+map[bool]string{false: "", true: ", distributed"}[distribute], func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				url := pgtest.Schema(t)
-				s := open(t, url, time.Now)
-				if _, err := s.SchemaMigrate(ctx); err != nil {
-					t.Fatal(err)
-				}
-				app := connect(t, url)
-				if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil { // external id ch_r:charge:1
-					t.Fatal(err)
-				}
+				s, app := appLedger(t, 0, insertEffect, "r:charge:1") // external id ch_r:charge:1
 				// The charge, and one made twice under its key, which a
 				// later night finds by the key alone.
 				first := ingestSource(t, s, "night1", true, chargeRecord("ch_r:charge:1", "r:charge:1"), chargeRecord("ch_dup", "r:charge:1"))
@@ -164,16 +181,7 @@ func TestAnEarlierRecordIsFoundByKeyAfterItsEffectChanged(t *testing.T) {
 // A source ingested alone (or by a run that died before it matched) is
 // found by key by the next runs, before any of them matched it and after.
 func TestARecordIngestedAloneIsFoundByKey(t *testing.T) {
-	ctx := context.Background()
-	url := pgtest.Schema(t)
-	s := open(t, url, time.Now)
-	if _, err := s.SchemaMigrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	app := connect(t, url)
-	if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := appLedger(t, 0, insertEffect, "r:charge:1")
 	ingestSource(t, s, "alone", false, chargeRecord("ch_twice", "r:charge:1"))
 	if diff := cmp.Diff([]string{"ch_twice"}, linkedByKey(t, s, "r:charge:1")); diff != "" {
 		t.Errorf("records linked by key before a run (-want +got):\n%s", diff)
@@ -195,15 +203,7 @@ func TestARecordIngestedAloneIsFoundByKey(t *testing.T) {
 // found: its evidence is found by key after the upgrade.
 func TestAnUpgradeKeepsEveryRecordFoundByKey(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Schema(t)
-	s := open(t, url, time.Now)
-	if err := s.MigrateBefore(ctx, 22); err != nil {
-		t.Fatal(err)
-	}
-	app := connect(t, url)
-	if _, err := app.Exec(ctx, insertEffect, "r:charge:1"); err != nil {
-		t.Fatal(err)
-	}
+	s, app := appLedger(t, 22, insertEffect, "r:charge:1")
 	ingestSource(t, s, "old", false, chargeRecord("ch_r:charge:1", "r:charge:1"), chargeRecord("ch_twice", "r:charge:1"))
 	if _, err := s.SchemaMigrate(ctx); err != nil {
 		t.Fatal(err)
@@ -227,16 +227,8 @@ func TestARecordIsFoundByKeyWhateverItsEffectsIDBecame(t *testing.T) {
 		t.Run(map[bool]string{false: "confirmed", true: "given an id by the application meanwhile"}[raced], func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := pgtest.Schema(t)
-			s := open(t, url, time.Now)
-			if _, err := s.SchemaMigrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			app := connect(t, url)
-			if _, err := app.Exec(ctx, `INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
-				VALUES ('r:charge:1', 'app_1', 'charge', 'stripe', 'attempted', '{"amount": 1000, "currency": "eur"}', '2026-12-01T09:00:00Z')`); err != nil {
-				t.Fatal(err)
-			}
+			s, app := appLedger(t, 0, `INSERT INTO effect (key, run_id, step, provider, status, request, created_at)
+				VALUES ('r:charge:1', 'app_1', 'charge', 'stripe', 'attempted', '{"amount": 1000, "currency": "eur"}', '2026-12-01T09:00:00Z')`)
 			adjustment := chargeRecord("adj_1", "r:charge:1")
 			adjustment.Kind = reconcile.KindAdjustment
 			first := ingestSource(t, s, "night1", true, chargeRecord("ch_a", "r:charge:1"), adjustment)
