@@ -100,21 +100,8 @@ func nightOver(t *testing.T, s *postgres.Store, distribute bool, sources ...int6
 		}
 		return out, nil
 	}
-	ctx, params := context.Background(), &ledgerdb.MatchParams{RunID: fmt.Sprintf("run_%d", runs.Add(1)), Sources: sources,
-		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}}
-	var err error
-	if distribute {
-		_, _, err = s.PartitionDistribute(ctx, params, &ledgerdb.Distribution{Workers: 1, Worker: "w1",
-			Match: func(_ []byte, p *ledgerdb.Partition) ([]ledgerdb.Confirmation, []byte, error) {
-				confs, err := match(p)
-				return confs, []byte(`{}`), err
-			}})
-	} else {
-		_, err = s.PartitionMatch(ctx, params, match)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	matchBy(t, s, distribute, &ledgerdb.MatchParams{RunID: fmt.Sprintf("run_%d", runs.Add(1)), Sources: sources,
+		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}}, match)
 	return got
 }
 

@@ -43,7 +43,18 @@ func scopeBy(t *testing.T, s *postgres.Store, distribute bool, confirm ...string
 		}
 		return out, nil
 	}
-	ctx, params := context.Background(), &ledgerdb.MatchParams{RunID: "run_s"}
+	matchBy(t, s, distribute, &ledgerdb.MatchParams{RunID: "run_s"}, match)
+	sort.Strings(keys)
+	return keys
+}
+
+// matchBy runs a PartitionMatch, or, when distribute is set, a
+// PartitionDistribute with one worker in this process, match answering
+// for each partition.
+func matchBy(t *testing.T, s *postgres.Store, distribute bool, params *ledgerdb.MatchParams,
+	match func(*ledgerdb.Partition) ([]ledgerdb.Confirmation, error)) {
+	t.Helper()
+	ctx := context.Background()
 	var err error
 	if distribute {
 		_, _, err = s.PartitionDistribute(ctx, params, &ledgerdb.Distribution{Workers: 1, Worker: "w1",
@@ -57,8 +68,6 @@ func scopeBy(t *testing.T, s *postgres.Store, distribute bool, confirm ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(keys)
-	return keys
 }
 
 // insertEffect is an application's charge, written through plain SQL.
