@@ -719,6 +719,7 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		if err != nil {
 			return err
 		}
+		defer rows.Close()
 		r.given = make(map[string]string, len(keys))
 		for rows.Next() {
 			var key, id string
