@@ -101,8 +101,15 @@ func nightOver(t *testing.T, s *postgres.Store, distribute bool, sources ...int6
 		return out, nil
 	}
 	matchBy(t, s, distribute, &ledgerdb.MatchParams{RunID: fmt.Sprintf("run_%d", runs.Add(1)), Sources: sources,
-		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge}}, match)
+		Kinds: map[string]reconcile.Kind{"charge": reconcile.KindCharge, "refund": reconcile.KindRefund}}, match)
 	return got
+}
+
+// childRecord is a Stripe record of kind that names its charge (its
+// parent) by the charge's effect key or transaction.
+func childRecord(tx string, kind reconcile.Kind, parentKey, parentTx string) reconcile.Evidence {
+	return reconcile.Evidence{Provider: "stripe", TxID: tx, Kind: kind, RawKind: string(kind), ParentEffectKey: parentKey, ParentTxID: parentTx,
+		Amount: reconcile.Money{Minor: -200, Currency: "EUR"}, Time: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 }
 
 // runs numbers the runs of nightOver: a run's id is its own.
@@ -112,7 +119,13 @@ var runs atomic.Int64
 // EvidenceListLinked finds by key alone.
 func linkedByKey(t *testing.T, s *postgres.Store, key string, exclude ...int64) []string {
 	t.Helper()
-	ev, err := s.EvidenceListLinked(context.Background(), &ledgerdb.LinkParams{Keys: []string{key}, ExcludeSources: exclude})
+	return linked(t, s, &ledgerdb.LinkParams{Keys: []string{key}, ExcludeSources: exclude})
+}
+
+// linked lists the ids of the records EvidenceListLinked finds.
+func linked(t *testing.T, s *postgres.Store, p *ledgerdb.LinkParams) []string {
+	t.Helper()
+	ev, err := s.EvidenceListLinked(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +255,57 @@ func TestARecordIsFoundByKeyWhateverItsEffectsIDBecame(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"ch_a", "adj_1", "ch_c"}, linkedByKey(t, s, "r:charge:1")); diff != "" {
 				t.Errorf("records linked by key (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A refund names the charge it returns (its parent) by the charge's
+// effect key or transaction; an adjustment, of a kind that does not link,
+// may too. A later night that has the charge in scope holds the refunds
+// among its earlier records, and EvidenceListLinked finds all three by the
+// charge's key and id, however the source was read: by a run of one
+// process or a distributed one, ingested alone (before a run sorted it
+// and after), or by a ledger of the release before (migration 023) whose
+// run had sorted it.
+func TestAnEarlierRecordIsFoundByItsParent(t *testing.T) {
+	for _, how := range []string{"one process", "distributed", "ingested alone", "upgraded"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			before := map[bool]int{true: 23}[how == "upgraded"]
+			s, app := appLedger(t, before, insertEffect, "r:charge:1") // external id ch_r:charge:1
+			records := []reconcile.Evidence{chargeRecord("ch_r:charge:1", "r:charge:1"),
+				childRecord("re_by_key", reconcile.KindRefund, "r:charge:1", ""),
+				childRecord("re_by_tx", reconcile.KindRefund, "", "ch_r:charge:1"),
+				childRecord("adj_by_tx", reconcile.KindAdjustment, "", "ch_r:charge:1")}
+			byParent := &ledgerdb.LinkParams{Keys: []string{"r:charge:1"}, IDs: []string{"ch_r:charge:1"}}
+			all := []string{"ch_r:charge:1", "re_by_key", "re_by_tx", "adj_by_tx"}
+			first := ingestSource(t, s, "night1", how != "ingested alone", records...)
+			switch how {
+			case "one process", "distributed":
+				nightOver(t, s, how == "distributed", first)
+			case "ingested alone":
+				if diff := cmp.Diff(all, linked(t, s, byParent)); diff != "" {
+					t.Errorf("records linked before a run sorted them (-want +got):\n%s", diff)
+				}
+			case "upgraded":
+				// The release before sorted a source by key alone.
+				if _, err := app.Exec(ctx, `SELECT sort_sources(ARRAY[$1::bigint])`, first); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.SchemaMigrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second := ingestSource(t, s, "night2", true, chargeRecord("ch_new", "r:charge:1")) // a new charge: in scope again
+			want := map[string][]string{"r:charge:1": {"ch_r:charge:1", "re_by_key", "re_by_tx"}}
+			if diff := cmp.Diff(want, nightOver(t, s, false, second)); diff != "" {
+				t.Errorf("second night's scope and earlier records (-want +got):\n%s", diff)
+			}
+			byParent.ExcludeSources = []int64{second}
+			if diff := cmp.Diff(all, linked(t, s, byParent)); diff != "" {
+				t.Errorf("records linked by the charge's key and id (-want +got):\n%s", diff)
 			}
 		})
 	}
