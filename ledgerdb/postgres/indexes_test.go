@@ -61,8 +61,8 @@ func TestDeferredIndexesComeBackAsMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	migrated := evidenceIndexes(t, url)
-	if len(migrated) != 6 {
-		t.Fatalf("evidence has %d indexes after migrating, want 5 and the unique one: %q", len(migrated), migrated)
+	if len(migrated) != 4 {
+		t.Fatalf("evidence has %d indexes after migrating, want 3 and the unique one: %q", len(migrated), migrated)
 	}
 	for round := range 2 {
 		if ok, err := s.IndexesDefer(ctx, 1<<30); err != nil || !ok {

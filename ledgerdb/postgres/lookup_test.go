@@ -261,8 +261,8 @@ func TestARecordIsFoundByKeyWhateverItsEffectsIDBecame(t *testing.T) {
 }
 
 // A refund names the charge it returns (its parent) by the charge's
-// effect key or transaction; an adjustment, of a kind that does not link,
-// may too. A later night that has the charge in scope holds the refunds
+// effect key or transaction, and may name its own effect too; an
+// adjustment, of a kind that does not link, may name a parent as well. A later night that has the charge in scope holds the refunds
 // among its earlier records, and EvidenceListLinked finds all three by the
 // charge's key and id, however the source was read: by a run of one
 // process or a distributed one, ingested alone (before a run sorted it
@@ -275,12 +275,20 @@ func TestAnEarlierRecordIsFoundByItsParent(t *testing.T) {
 			ctx := context.Background()
 			before := map[bool]int{true: 23}[how == "upgraded"]
 			s, app := appLedger(t, before, insertEffect, "r:charge:1") // external id ch_r:charge:1
-			records := []reconcile.Evidence{chargeRecord("ch_r:charge:1", "r:charge:1"),
+			// A refund the application made, whose record names it by key
+			// and id, and its charge by key.
+			if _, err := app.Exec(ctx, `INSERT INTO effect (key, run_id, step, provider, status, external_id, request, created_at)
+				VALUES ('r:refund:1', 'app_1', 'refund', 'stripe', 'confirmed', 're_own', '{"amount": 200, "currency": "eur"}', '2026-12-01T10:00:00Z')`); err != nil {
+				t.Fatal(err)
+			}
+			own := childRecord("re_own", reconcile.KindRefund, "r:charge:1", "")
+			own.EffectKey = "r:refund:1"
+			records := []reconcile.Evidence{chargeRecord("ch_r:charge:1", "r:charge:1"), own,
 				childRecord("re_by_key", reconcile.KindRefund, "r:charge:1", ""),
 				childRecord("re_by_tx", reconcile.KindRefund, "", "ch_r:charge:1"),
 				childRecord("adj_by_tx", reconcile.KindAdjustment, "", "ch_r:charge:1")}
 			byParent := &ledgerdb.LinkParams{Keys: []string{"r:charge:1"}, IDs: []string{"ch_r:charge:1"}}
-			all := []string{"ch_r:charge:1", "re_by_key", "re_by_tx", "adj_by_tx"}
+			all := []string{"ch_r:charge:1", "re_own", "re_by_key", "re_by_tx", "adj_by_tx"}
 			first := ingestSource(t, s, "night1", how != "ingested alone", records...)
 			switch how {
 			case "one process", "distributed":
@@ -299,7 +307,11 @@ func TestAnEarlierRecordIsFoundByItsParent(t *testing.T) {
 				}
 			}
 			second := ingestSource(t, s, "night2", true, chargeRecord("ch_new", "r:charge:1")) // a new charge: in scope again
-			want := map[string][]string{"r:charge:1": {"ch_r:charge:1", "re_by_key", "re_by_tx"}}
+			earlier := []string{"ch_r:charge:1", "re_by_key", "re_by_tx", "re_own"}
+			want := map[string][]string{"r:charge:1": earlier}
+			if how == "ingested alone" || how == "upgraded" { // no run has reconciled the refund yet
+				want["r:refund:1"] = earlier
+			}
 			if diff := cmp.Diff(want, nightOver(t, s, false, second)); diff != "" {
 				t.Errorf("second night's scope and earlier records (-want +got):\n%s", diff)
 			}

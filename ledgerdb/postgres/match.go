@@ -98,11 +98,12 @@ type read struct {
 	given     map[string]string // the external ids record gave attempted effects, by key
 }
 
-// looseIn lists the run's records in part that name an effect by key and
-// that a later night cannot find through that effect's external id: the
-// partition, which holds every effect in scope that a record names, has
-// no effect of that key, or one whose external id is neither the record's
-// transaction nor its payment intent. An effect without an external id
+// looseIn lists the run's records in part that name a parent (migration
+// 023), and those that name an effect by key that a later night cannot
+// find through that effect's external id: the partition, which holds
+// every effect in scope that a record names, has no effect of that key,
+// or one whose external id is neither the record's transaction nor its
+// payment intent. An effect without an external id
 // that a confirmation gives one (matchRecordConfirmed) may have one by
 // then: maybe lists the records found through it, if it is.
 func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose []driver.NamedRecord, maybe []maybeLoose) {
@@ -118,7 +119,8 @@ func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose
 	}
 	for i := range part.Evidence {
 		e := &part.Evidence[i]
-		if e.EffectKey == "" {
+		parent := e.ParentEffectKey != "" || e.ParentTxID != ""
+		if e.EffectKey == "" && !parent {
 			continue
 		}
 		id, confirming := ids[e.EffectKey], false
@@ -127,7 +129,7 @@ func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose
 		}
 		n := driver.NamedRecord{URI: e.URI, Line: e.Line, TxID: e.TxID, Key: e.EffectKey}
 		switch {
-		case id == "" || id != e.TxID && id != e.PaymentIntent:
+		case parent || id == "" || id != e.TxID && id != e.PaymentIntent:
 			loose = append(loose, n)
 		case confirming:
 			maybe = append(maybe, maybeLoose{n, id})

@@ -290,7 +290,7 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		e.URI, e.Webhook = kw.uri, kw.webhook
 		switch {
 		case !links[e.Kind]:
-			if e.EffectKey != "" {
+			if e.EffectKey != "" || e.ParentEffectKey != "" || e.ParentTxID != "" {
 				s.Unlinked = append(s.Unlinked, NamedRecord{URI: kw.uri, Line: e.Line, TxID: strings.Clone(e.TxID), Key: strings.Clone(e.EffectKey)})
 			}
 			if inPlace {

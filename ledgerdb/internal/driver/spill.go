@@ -54,8 +54,8 @@ type Spill struct {
 	// Effects and Records count what was added.
 	Effects, Records int
 	// Unlinked are the records of kept sources (AddKept) that name an
-	// effect by key but are of a kind that does not link: no partition
-	// holds them.
+	// effect or a parent by key, or a parent by transaction, but are of a
+	// kind that does not link: no partition holds them.
 	Unlinked []NamedRecord
 }
 

@@ -32,27 +32,29 @@ ORDER BY ev.source_id, ev.seq;
 -- intent or parent transaction. A record naming a key is found through
 -- the effect's external id, or one it had, as its transaction or payment
 -- intent, or among the loose records, or by key in a source not sorted
--- yet (migration 022): a record may come more than once, one after the
--- other. Each comparison names the "C" collation, the lookup indexes'
--- (migration 013).
+-- yet (migration 022); a record naming a parent among the loose records
+-- (migration 023), or in a source not sorted yet. A record may come more
+-- than once, one after the other. Each comparison names the "C"
+-- collation, the lookup indexes' (migration 013).
 SELECT sqlc.embed(ev), src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
 LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE NOT ev.source_id = ANY(sqlc.arg(exclude_sources)::bigint[]) AND (
-  (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY(sqlc.arg(keys)::text[]))
-  OR (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY(sqlc.arg(ids)::text[]))
+  (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY(sqlc.arg(ids)::text[]))
   OR (ev.payment_intent <> '' AND ev.payment_intent COLLATE "C" = ANY(sqlc.arg(ids)::text[]))
-  OR (ev.parent_tx_id <> '' AND ev.parent_tx_id COLLATE "C" = ANY(sqlc.arg(ids)::text[]))
   OR (ev.effect_key = ANY(sqlc.arg(keys)::text[]) AND (ev.tx_id COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
       WHERE e.key = ANY(sqlc.arg(keys)::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
       WHERE r.key COLLATE "C" = ANY(sqlc.arg(keys)::text[])))
     OR ev.payment_intent COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
       WHERE e.key = ANY(sqlc.arg(keys)::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
       WHERE r.key COLLATE "C" = ANY(sqlc.arg(keys)::text[])))))
-  OR (ev.effect_key = ANY(sqlc.arg(keys)::text[]) AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted))))
+  OR ((ev.effect_key = ANY(sqlc.arg(keys)::text[]) OR ev.parent_effect_key = ANY(sqlc.arg(keys)::text[])
+      OR ev.parent_tx_id = ANY(sqlc.arg(ids)::text[])) AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted))))
 UNION ALL
 SELECT l.*, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence_loose l JOIN source src ON src.id = l.source_id
 LEFT JOIN evidence_detail d ON d.source_id = l.source_id AND d.seq = l.seq
-WHERE NOT l.source_id = ANY(sqlc.arg(exclude_sources)::bigint[]) AND l.effect_key COLLATE "C" = ANY(sqlc.arg(keys)::text[])
+WHERE NOT l.source_id = ANY(sqlc.arg(exclude_sources)::bigint[]) AND (l.effect_key COLLATE "C" = ANY(sqlc.arg(keys)::text[])
+  OR (l.parent_effect_key <> '' AND l.parent_effect_key COLLATE "C" = ANY(sqlc.arg(keys)::text[]))
+  OR (l.parent_tx_id <> '' AND l.parent_tx_id COLLATE "C" = ANY(sqlc.arg(ids)::text[])))
 ORDER BY 1, 2;

@@ -74,29 +74,30 @@ SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kin
 FROM evidence ev JOIN source src ON src.id = ev.source_id
 LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
 WHERE NOT ev.source_id = ANY($1::bigint[]) AND (
-  (ev.parent_effect_key <> '' AND ev.parent_effect_key COLLATE "C" = ANY($2::text[]))
-  OR (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY($3::text[]))
-  OR (ev.payment_intent <> '' AND ev.payment_intent COLLATE "C" = ANY($3::text[]))
-  OR (ev.parent_tx_id <> '' AND ev.parent_tx_id COLLATE "C" = ANY($3::text[]))
-  OR (ev.effect_key = ANY($2::text[]) AND (ev.tx_id COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
-      WHERE e.key = ANY($2::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
-      WHERE r.key COLLATE "C" = ANY($2::text[])))
+  (ev.tx_id <> '' AND ev.tx_id COLLATE "C" = ANY($2::text[]))
+  OR (ev.payment_intent <> '' AND ev.payment_intent COLLATE "C" = ANY($2::text[]))
+  OR (ev.effect_key = ANY($3::text[]) AND (ev.tx_id COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
+      WHERE e.key = ANY($3::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
+      WHERE r.key COLLATE "C" = ANY($3::text[])))
     OR ev.payment_intent COLLATE "C" = ANY(ARRAY(SELECT e.external_id FROM effect e
-      WHERE e.key = ANY($2::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
-      WHERE r.key COLLATE "C" = ANY($2::text[])))))
-  OR (ev.effect_key = ANY($2::text[]) AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted))))
+      WHERE e.key = ANY($3::text[]) AND e.external_id <> '' UNION ALL SELECT r.external_id FROM effect_renamed r
+      WHERE r.key COLLATE "C" = ANY($3::text[])))))
+  OR ((ev.effect_key = ANY($3::text[]) OR ev.parent_effect_key = ANY($3::text[])
+      OR ev.parent_tx_id = ANY($2::text[])) AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted))))
 UNION ALL
 SELECT l.source_id, l.seq, l.line, l.provider, l.tx_id, l.kind, l.raw_kind, l.amount_minor, l.currency, l.fee_minor, l.occurred_at, l.pending, l.failed, l.effect_key, l.parent_effect_key, l.payment_intent, l.parent_tx_id, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence_loose l JOIN source src ON src.id = l.source_id
 LEFT JOIN evidence_detail d ON d.source_id = l.source_id AND d.seq = l.seq
-WHERE NOT l.source_id = ANY($1::bigint[]) AND l.effect_key COLLATE "C" = ANY($2::text[])
+WHERE NOT l.source_id = ANY($1::bigint[]) AND (l.effect_key COLLATE "C" = ANY($3::text[])
+  OR (l.parent_effect_key <> '' AND l.parent_effect_key COLLATE "C" = ANY($3::text[]))
+  OR (l.parent_tx_id <> '' AND l.parent_tx_id COLLATE "C" = ANY($2::text[])))
 ORDER BY 1, 2
 `
 
 type EvidenceListLinkedParams struct {
 	ExcludeSources []int64
-	Keys           []string
 	Ids            []string
+	Keys           []string
 }
 
 type EvidenceListLinkedRow struct {
@@ -113,11 +114,12 @@ type EvidenceListLinkedRow struct {
 // intent or parent transaction. A record naming a key is found through
 // the effect's external id, or one it had, as its transaction or payment
 // intent, or among the loose records, or by key in a source not sorted
-// yet (migration 022): a record may come more than once, one after the
-// other. Each comparison names the "C" collation, the lookup indexes'
-// (migration 013).
+// yet (migration 022); a record naming a parent among the loose records
+// (migration 023), or in a source not sorted yet. A record may come more
+// than once, one after the other. Each comparison names the "C"
+// collation, the lookup indexes' (migration 013).
 func (q *Queries) EvidenceListLinked(ctx context.Context, arg EvidenceListLinkedParams) ([]EvidenceListLinkedRow, error) {
-	rows, err := q.db.Query(ctx, evidenceListLinked, arg.ExcludeSources, arg.Keys, arg.Ids)
+	rows, err := q.db.Query(ctx, evidenceListLinked, arg.ExcludeSources, arg.Ids, arg.Keys)
 	if err != nil {
 		return nil, err
 	}
