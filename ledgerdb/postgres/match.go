@@ -335,19 +335,19 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		return err
 	}
 	if closed {
-		if err := exec(matchNamed, sources); err != nil {
+		if err := exec(matchCandidates, sources); err != nil {
 			return err
 		}
-		var named bool
-		if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_named)`).Scan(&named); err != nil {
+		var any bool
+		if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_cand)`).Scan(&any); err != nil {
 			return err
 		}
-		if named {
-			if err := exec(matchScopeNamed); err != nil {
+		if any {
+			if err := exec(matchScopeNamed, sources); err != nil {
 				return err
 			}
 		}
-		if err := exec(`DROP TABLE m_named`); err != nil {
+		if err := exec(`DROP TABLE m_cand`); err != nil {
 			return err
 		}
 	}

@@ -211,43 +211,48 @@ func matchEarlierBy(col, effectCol string) string {
   AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
 }
 
-// matchNamed lists every closed effect (abandoned, or final) that a
-// record of the run ($1: its sources) names by key or by external id, when
-// that record is of a transaction no earlier record holds: a late
-// duplicate re-opens a confirmed effect, a report read again does not. The
-// candidates (c) are the effects the run's records name that are not in
-// scope already (mostly none: what a night names is mostly open); only for
-// those is it asked whether a record naming them is new: by index for
-// each id an evidence index holds, and for the keys and the parent's
-// transaction through the run's records joined to the candidates (no
-// index holds every record's key or parent: migrations 022 and 023). The names
-// come from one read of the run's records (r), its columns of keys and of
-// ids each taken as a list (unnesting an array of them for every record
-// cost a second night 0.15 s of 0.9 s); the ids are not made distinct
-// first, since the index scan sorts its array and drops repeats itself (a
-// second night: 1.0 s against 1.2 to 1.5 s with a read for each and a
-// DISTINCT).
-// matchScopeNamed then adds them to the scope, when there are any.
-var matchNamed = `CREATE TEMP TABLE m_named AS
-WITH r AS MATERIALIZED (SELECT provider, effect_key, parent_effect_key, tx_id, payment_intent, parent_tx_id FROM evidence WHERE source_id = ANY($1)),
-c AS MATERIALIZED (SELECT c.key FROM (
+// matchCandidates and matchScopeNamed add to the scope every closed
+// effect (abandoned, or final) that a record of the run ($1: its sources)
+// names by key or by external id, when that record is of a transaction no
+// earlier record holds: a late duplicate re-opens a confirmed effect, a
+// report read again does not. The candidates (m_cand) are the effects the
+// run's records name that are not in scope already: mostly none, what a
+// night names being mostly open, and then nothing more is asked (a second
+// night of 100k: 0.17 s of sorting the run's records for joins that found
+// nothing). Only for those is it asked whether a record naming them is
+// new: by index for each id an evidence index holds, and for the keys and
+// the parent's transaction through the run's records joined to the
+// candidates (no index holds every record's key or parent: migrations 022
+// and 023). The names come from one read of the run's records (r), its
+// columns of keys and of ids each taken as a list (unnesting an array of
+// them for every record cost a second night 0.15 s of 0.9 s); the ids are
+// not made distinct first, since the index scan sorts its array and drops
+// repeats itself (a second night: 1.0 s against 1.2 to 1.5 s with a read
+// for each and a DISTINCT).
+var (
+	matchCandidates = `CREATE TEMP TABLE m_cand AS WITH ` + matchRunNames + `
+SELECT c.key FROM (
     (SELECT effect_key AS key FROM r WHERE effect_key <> '' UNION ALL SELECT parent_effect_key FROM r WHERE parent_effect_key <> ''
      EXCEPT SELECT key FROM m_eff)
     UNION
     (SELECT key FROM effect WHERE external_id = ANY(ARRAY(
        SELECT tx_id FROM r WHERE tx_id <> '' UNION ALL SELECT payment_intent FROM r WHERE payment_intent <> ''
        UNION ALL SELECT parent_tx_id FROM r WHERE parent_tx_id <> ''))
-     EXCEPT SELECT key FROM m_eff)) c)
-SELECT c.key FROM c JOIN effect n ON n.key = c.key
-WHERE ` + newRecordNaming("tx_id", "n.external_id") + `
-  OR ` + newRecordNaming("payment_intent", "n.external_id") + `
-UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM c JOIN r x ON x.effect_key = c.key OFFSET 0) x WHERE ` + newTransaction + `
-UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM c JOIN r x ON x.parent_effect_key = c.key OFFSET 0) x WHERE ` + newTransaction + `
-UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM c JOIN effect n ON n.key = c.key
-    JOIN r x ON x.parent_tx_id = n.external_id AND x.parent_tx_id <> '' OFFSET 0) x WHERE ` + newTransaction
+     EXCEPT SELECT key FROM m_eff)) c`
+	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
+WHERE e.key = ANY(ARRAY(WITH ` + matchRunNames + `
+  SELECT c.key FROM m_cand c JOIN effect n ON n.key = c.key
+  WHERE ` + newRecordNaming("tx_id", "n.external_id") + `
+    OR ` + newRecordNaming("payment_intent", "n.external_id") + `
+  UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM m_cand c JOIN r x ON x.effect_key = c.key OFFSET 0) x WHERE ` + newTransaction + `
+  UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM m_cand c JOIN r x ON x.parent_effect_key = c.key OFFSET 0) x WHERE ` + newTransaction + `
+  UNION SELECT x.key FROM (SELECT c.key, x.tx_id, x.provider FROM m_cand c JOIN effect n ON n.key = c.key
+      JOIN r x ON x.parent_tx_id = n.external_id AND x.parent_tx_id <> '' OFFSET 0) x WHERE ` + newTransaction + `))
+  AND (e.status = 'abandoned' OR st.final)`
+)
 
-const matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
-WHERE e.key = ANY(ARRAY(SELECT key FROM m_named)) AND (e.status = 'abandoned' OR st.final)`
+// matchRunNames reads the names the run's records ($1: its sources) hold, as r.
+const matchRunNames = `r AS MATERIALIZED (SELECT provider, effect_key, parent_effect_key, tx_id, payment_intent, parent_tx_id FROM evidence WHERE source_id = ANY($1))`
 
 // newRecordNaming says whether a record of the run names value in col
 // and is of a transaction no earlier record holds. source_id + 0 keeps

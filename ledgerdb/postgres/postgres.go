@@ -68,6 +68,13 @@ func Open(ctx context.Context, url string, cfg ledgerdb.Config) (*Store, error) 
 		// can: only the cause is kept.
 		return nil, fmt.Errorf("ledger %s: bad PostgreSQL URL: %v", where, cmp.Or(errors.Unwrap(err), err))
 	}
+	// The job's queries are lookups planned for their indexes: compiled,
+	// a plan whose estimate counts a part that never runs (the unsorted
+	// sources' of EvidenceListLinked) took 0.19 s of JIT to read nothing
+	// in 0.01 s. A URL that names jit keeps its own.
+	if _, ok := pc.ConnConfig.RuntimeParams["jit"]; !ok {
+		pc.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", where, err)
