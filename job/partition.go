@@ -51,14 +51,12 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	m.count.Store(int64(part.Count))
 	in := m.in
 	in.Effects = make([]matcher.Effect, len(part.Effects))
-	byKey := make(map[string]int, len(part.Effects))
 	for i := range part.Effects {
 		e, err := matcher.FromLedger(&part.Effects[i].Effect)
 		if err != nil {
 			m.log.Warn("effect request unreadable; its amount is not compared", "effect", e.Key, "err", err)
 		}
 		in.Effects[i] = e
-		byKey[e.Key] = i
 	}
 	in.Evidence = append(part.Evidence, part.Earlier...)
 	found := matcher.Match(&in)
@@ -80,7 +78,7 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 	var confs []ledgerdb.Confirmation
 	for i := range ds {
 		d := &ds[i]
-		j, isEffect := byKey[d.EffectKey]
+		j, isEffect := part.Find(d.EffectKey)
 		if d.Class == reconcile.ClassConfirmed && isEffect {
 			kind, _ := matcher.ExpectedKind(in.Effects[j].Step)
 			m.addVolume(d, kind)

@@ -89,6 +89,22 @@ type Partition struct {
 	// Raw, Metadata, Description, RawKind, Fee or SourceHash.
 	Evidence []reconcile.Evidence
 	Earlier  []reconcile.Evidence
+	index    map[string]int32 // Find's, built on its first call
+}
+
+// Find returns the position in Effects of the effect of key. Its first
+// call indexes the effects, once for all who look them up (the run's
+// matching, the driver's recording): a partition is used by one
+// goroutine at a time.
+func (p *Partition) Find(key string) (int, bool) {
+	if p.index == nil {
+		p.index = make(map[string]int32, len(p.Effects))
+		for i := range p.Effects {
+			p.index[p.Effects[i].Key] = int32(i)
+		}
+	}
+	i, ok := p.index[key]
+	return int(i), ok
 }
 
 // ScopedEffect is an effect in a run's scope, with the state the previous

@@ -383,6 +383,8 @@ func (s *Store) stagedPartition(ctx context.Context, run string, idx int, d *led
 // is no longer staged.
 func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs []ledgerdb.Confirmation, result []byte,
 	done func(pgx.Tx) error) (bool, error) {
+	r.confirmed = confs
+	r.settle()
 	recorded := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO stage_result (run_id, idx, worker, confirmed, result, work_ms) SELECT $1, $2, $3, 0, $4, 0
@@ -394,7 +396,7 @@ func (s *Store) recordPartition(ctx context.Context, m *matching, r *read, confs
 		if _, err := tx.Exec(ctx, matchWriterSetup); err != nil {
 			return err
 		}
-		n, err := m.record(ctx, tx, confs, r)
+		n, err := m.record(ctx, tx, r)
 		if err != nil {
 			return err
 		}

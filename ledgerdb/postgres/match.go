@@ -86,16 +86,38 @@ type matching struct {
 	scopeRead func()
 }
 
-// read is a partition as read, with the keys of its effects that had no
-// state yet; confirmed is what match made of it.
+// read is a partition as read; confirmed is what match made of it, and
+// settle notes what record needs to know of those.
 type read struct {
 	part      *ledgerdb.Partition
-	fresh     map[string]bool
-	attempted map[string]bool // the keys of its effects that were attempted, not confirmed, as read
 	confirmed []ledgerdb.Confirmation
+	fresh     []bool   // of each confirmation, whether its effect had no state as read
+	attempted []bool   // of each confirmation, whether its effect was attempted as read
+	open      []string // the keys of the effects that had no state and were not confirmed
 	loose     []driver.NamedRecord
 	maybe     []maybeLoose
 	given     map[string]string // the external ids record gave attempted effects, by key
+}
+
+// settle sorts the confirmations by key and notes, from the partition as
+// read, which of their effects had no state and which were attempted, and
+// the effects left without a state.
+func (r *read) settle() {
+	driver.SortByKey(r.confirmed)
+	effects := r.part.Effects
+	confirmed := make([]bool, len(effects))
+	r.fresh, r.attempted = make([]bool, len(r.confirmed)), make([]bool, len(r.confirmed))
+	for j, c := range r.confirmed {
+		if i, ok := r.part.Find(c.Key); ok {
+			confirmed[i] = true
+			r.fresh[j], r.attempted[j] = effects[i].State == "", effects[i].Status == reconcile.StatusAttempted
+		}
+	}
+	for i := range effects {
+		if !confirmed[i] && effects[i].State == "" {
+			r.open = append(r.open, effects[i].Key)
+		}
+	}
 }
 
 // looseIn lists the run's records in part that name a parent (migration
@@ -107,13 +129,15 @@ type read struct {
 // that a confirmation gives one (matchRecordConfirmed) may have one by
 // then: maybe lists the records found through it, if it is.
 func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose []driver.NamedRecord, maybe []maybeLoose) {
-	ids := make(map[string]string, len(part.Effects))
-	for i := range part.Effects {
-		ids[part.Effects[i].Key] = part.Effects[i].ExternalID
+	id := func(key string) string {
+		if i, ok := part.Find(key); ok {
+			return part.Effects[i].ExternalID
+		}
+		return ""
 	}
 	given := map[string]string{}
 	for _, c := range confirmed {
-		if ids[c.Key] == "" && c.ExternalID != "" {
+		if id(c.Key) == "" && c.ExternalID != "" {
 			given[c.Key] = c.ExternalID
 		}
 	}
@@ -123,7 +147,7 @@ func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose
 		if e.EffectKey == "" && !parent {
 			continue
 		}
-		id, confirming := ids[e.EffectKey], false
+		id, confirming := id(e.EffectKey), false
 		if id == "" {
 			id, confirming = given[e.EffectKey], true
 		}
@@ -169,22 +193,18 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		func(r *read) (*read, error) {
 			var err error
 			r.confirmed, err = match(r.part)
+			r.settle()
 			r.loose, r.maybe = looseIn(r.part, r.confirmed)
 			r.part = nil
 			return r, err
 		},
 		func(ctx context.Context, r *read) error {
 			err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
-				n, err := m.record(ctx, tx, r.confirmed, r)
+				n, err := m.record(ctx, tx, r)
 				sum.Confirmed += n
 				return err
 			})
-			for _, c := range r.confirmed {
-				delete(r.fresh, c.Key)
-			}
-			for key := range r.fresh {
-				m.open = append(m.open, key)
-			}
+			m.open = append(m.open, r.open...)
 			m.loose = append(m.loose, r.loose...)
 			for _, x := range r.maybe {
 				if r.given[x.Key] != x.id {
@@ -451,18 +471,6 @@ func (m *matching) read(ctx context.Context, q querier, r *read) error {
 	} else if err := m.readStaged(ctx, q, r.part); err != nil {
 		return err
 	}
-	// Sized for a first night's partition, all fresh: grown key by key,
-	// the list took a 1M night 0.34 s of processor time.
-	r.fresh, r.attempted = make(map[string]bool, len(r.part.Effects)), map[string]bool{}
-	for i := range r.part.Effects {
-		e := &r.part.Effects[i]
-		if e.State == "" {
-			r.fresh[e.Key] = true
-		}
-		if e.Status == reconcile.StatusAttempted {
-			r.attempted[e.Key] = true
-		}
-	}
 	return nil
 }
 
@@ -656,22 +664,20 @@ func (m *matching) internBytes(b []byte) string {
 
 // record writes a partition's confirmations in tx, whose connection has
 // the temporary table m_conf, and returns how many attempted effects it
-// confirmed. r says which of the partition's effects had no state and
-// which were attempted, as read.
-func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confirmation, r *read) (int, error) {
+// confirmed: r's confirmations, settled (read.settle).
+func (m *matching) record(ctx context.Context, tx pgx.Tx, r *read) (int, error) {
+	confs, fresh, n := r.confirmed, r.fresh, 0
 	if len(confs) == 0 {
 		return 0, nil
 	}
-	driver.SortByKey(confs)
-	fresh, n := r.fresh, 0
 	err := func() error {
 		// The fresh states are copied straight into effect_state; should
 		// another writer have given one a state meanwhile, the upsert from
 		// m_conf does them all instead.
 		confirmed := string(reconcile.ClassConfirmed)
 		nfresh := 0
-		for _, c := range confs {
-			if fresh[c.Key] {
+		for _, f := range fresh {
+			if f {
 				nfresh++
 			}
 		}
@@ -679,7 +685,7 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		if nfresh > 0 {
 			err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 				return copyRows(ctx, sp, "effect_state", "key, class, final, run_id, classified_at, since", len(confs), func(b copyRow, i int) copyRow {
-					if !fresh[confs[i].Key] {
+					if !fresh[i] {
 						return b
 					}
 					return b.fields(6).text(confs[i].Key).text(confirmed).bool(true).text(m.p.RunID).timestamptz(m.now).timestamptz(m.now)
@@ -695,7 +701,7 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		}
 		if all || nfresh < len(confs) {
 			if err := copyRows(ctx, tx, "m_conf", "key, external_id, fresh", len(confs), func(b copyRow, i int) copyRow {
-				return b.fields(3).text(confs[i].Key).text(confs[i].ExternalID).bool(fresh[confs[i].Key])
+				return b.fields(3).text(confs[i].Key).text(confs[i].ExternalID).bool(fresh[i])
 			}); err != nil {
 				return err
 			}
@@ -709,8 +715,8 @@ func (m *matching) record(ctx context.Context, tx pgx.Tx, confs []ledgerdb.Confi
 		// most of it fetching the attempted rows the index builds beside
 		// them had pushed out of the cache).
 		var keys, ids []string
-		for _, c := range confs {
-			if c.ExternalID != "" && r.attempted[c.Key] {
+		for i, c := range confs {
+			if c.ExternalID != "" && r.attempted[i] {
 				keys, ids = append(keys, c.Key), append(ids, c.ExternalID)
 			}
 		}
