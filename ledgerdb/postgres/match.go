@@ -129,7 +129,7 @@ func (r *read) settle() {
 // that a confirmation gives one (matchRecordConfirmed) may have one by
 // then: maybe lists the records found through it, if it is.
 func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose []driver.NamedRecord, maybe []maybeLoose) {
-	id := func(key string) string {
+	idOf := func(key string) string {
 		if i, ok := part.Find(key); ok {
 			return part.Effects[i].ExternalID
 		}
@@ -137,7 +137,7 @@ func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose
 	}
 	given := map[string]string{}
 	for _, c := range confirmed {
-		if id(c.Key) == "" && c.ExternalID != "" {
+		if idOf(c.Key) == "" && c.ExternalID != "" {
 			given[c.Key] = c.ExternalID
 		}
 	}
@@ -147,7 +147,7 @@ func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose
 		if e.EffectKey == "" && !parent {
 			continue
 		}
-		id, confirming := id(e.EffectKey), false
+		id, confirming := idOf(e.EffectKey), false
 		if id == "" {
 			id, confirming = given[e.EffectKey], true
 		}
@@ -358,11 +358,11 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		if err := exec(matchCandidates, sources); err != nil {
 			return err
 		}
-		var any bool
-		if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_cand)`).Scan(&any); err != nil {
+		var candidates bool
+		if err := m.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM m_cand)`).Scan(&candidates); err != nil {
 			return err
 		}
-		if any {
+		if candidates {
 			if err := exec(matchScopeNamed, sources); err != nil {
 				return err
 			}
@@ -468,10 +468,9 @@ func (m *matching) read(ctx context.Context, q querier, r *read) error {
 			return err
 		}
 		r.part = part
-	} else if err := m.readStaged(ctx, q, r.part); err != nil {
-		return err
+		return nil
 	}
-	return nil
+	return m.readStaged(ctx, q, r.part)
 }
 
 // readStaged reads a staged partition.
