@@ -262,12 +262,13 @@ func TestARecordIsFoundByKeyWhateverItsEffectsIDBecame(t *testing.T) {
 
 // A refund names the charge it returns (its parent) by the charge's
 // effect key or transaction, and may name its own effect too; an
-// adjustment, of a kind that does not link, may name a parent as well. A later night that has the charge in scope holds the refunds
-// among its earlier records, and EvidenceListLinked finds all three by the
-// charge's key and id, however the source was read: by a run of one
-// process or a distributed one, ingested alone (before a run sorted it
-// and after), or by a ledger of the release before (migration 023) whose
-// run had sorted it.
+// adjustment, of a kind that does not link, may name a parent as well. A
+// later night that has the charge in scope holds the refunds among its
+// earlier records, and EvidenceListLinked finds them all, and the
+// adjustment, by the charge's key and id, however the source was read: by
+// a run of one process or a distributed one, ingested alone (before a run
+// sorted it and after), or by a ledger of the release before (migration
+// 023) whose run had sorted it.
 func TestAnEarlierRecordIsFoundByItsParent(t *testing.T) {
 	for _, how := range []string{"one process", "distributed", "ingested alone", "upgraded"} {
 		t.Run(how, func(t *testing.T) {
