@@ -125,9 +125,9 @@ func (r *read) settle() {
 // find through that effect's external id: the partition, which holds
 // every effect in scope that a record names, has no effect of that key,
 // or one whose external id is neither the record's transaction nor its
-// payment intent. An effect without an external id
-// that a confirmation gives one (matchRecordConfirmed) may have one by
-// then: maybe lists the records found through it, if it is.
+// payment intent. An effect without an external id that a confirmation
+// gives one (matchRecordConfirmed) may have one by then: maybe lists the
+// records found through it, if it is.
 func looseIn(part *ledgerdb.Partition, confirmed []ledgerdb.Confirmation) (loose []driver.NamedRecord, maybe []maybeLoose) {
 	idOf := func(key string) string {
 		if i, ok := part.Find(key); ok {
