@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -275,7 +276,7 @@ func (a *app) benchLoad(ctx context.Context, world *fixtures.World, dir, name, l
 // logs at debug level into it, so that its phases can be read.
 func (a *app) benchMeasure(ctx context.Context, label, profile, result string, lines int, size int64, want map[reconcile.Class]int, outside int, log *runLog, inputs ...string) (time.Duration, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(a.stdout, format+"\n", args...) }
-	t := time.Now()
+	t, busy := time.Now(), machineBusy()
 	var (
 		counts map[string]int
 		peak   string
@@ -299,6 +300,10 @@ func (a *app) benchMeasure(ctx context.Context, label, profile, result string, l
 	say(label+"run end to end: %s, %.0f report lines/s, %.1f MB/s of both inputs", elapsed.Round(time.Millisecond), float64(lines)/elapsed.Seconds(),
 		float64(size)/1e6/elapsed.Seconds())
 	say(label+"peak memory of the run: %s", peak)
+	if after := machineBusy(); busy > 0 && after > busy {
+		say(label+"the machine's processors were busy %.1f s of its %d x %.1f s (the run's process and the database, if it runs here)",
+			(after - busy).Seconds(), runtime.NumCPU(), elapsed.Seconds())
+	}
 	for _, c := range []reconcile.Class{reconcile.ClassConfirmed, reconcile.ClassDuplicated, reconcile.ClassMissing, reconcile.ClassPending, reconcile.ClassMismatched, reconcile.ClassUnexpected} {
 		mark := "ok"
 		if counts[string(c)] != want[c] {
@@ -452,4 +457,41 @@ func peakRSS() string {
 		}
 	}
 	return "unknown"
+}
+
+// machineBusy is how long the machine's processors have been busy since it
+// started, all of them together, from /proc/stat: the time not idle nor
+// waiting for the disk. A run's difference includes the database's work
+// when it runs on the same machine, which the run's own processor time
+// does not, and anything else the machine did meanwhile. 0 where there is
+// no /proc/stat.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	return busyOf(string(b))
+}
+
+// busyOf reads the busy time from the text of /proc/stat: its first line,
+// "cpu" and the ticks (hundredths of a second) spent in user, nice,
+// system, idle, iowait, irq, softirq and steal time, and more (guest time,
+// already counted in user).
+func busyOf(stat string) time.Duration {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for i, f := range fields[1:9] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
