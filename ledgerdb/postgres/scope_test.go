@@ -13,6 +13,7 @@ import (
 
 	"reconcile"
 	"reconcile/ledgerdb"
+	"reconcile/ledgerdb/internal/driver"
 	"reconcile/ledgerdb/postgres"
 	"reconcile/ledgerdb/postgres/pgtest"
 )
@@ -365,5 +366,44 @@ func TestACrashLosesNoNewEffect(t *testing.T) {
 	c.Start()
 	if diff := cmp.Diff([]string{"r:charge:2", "r:charge:3"}, scopeOf(t, open(t, c.URL, time.Now))); diff != "" {
 		t.Errorf("scope after the crash (-want +got):\n%s", diff)
+	}
+}
+
+// A closed effect that the run's records name back into scope is found as
+// the scope's snapshot has it, whatever the application writes while the
+// run plans its reads, and comes with its earlier records. A charge
+// confirmed on the first night comes again on the next under the same
+// payment intent, as a new transaction (charged twice); meanwhile the
+// application gives the effect another external id. Not parallel: it sets
+// a hook of the driver's.
+func TestAClosedEffectNamedBackIsFoundInTheScopesSnapshot(t *testing.T) {
+	ctx := context.Background()
+	byIntent := func(tx string) reconcile.Evidence {
+		r := chargeRecord(tx, "")
+		r.PaymentIntent = "pi_1"
+		return r
+	}
+	for _, distribute := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one process", true: "distributed"}[distribute], func(t *testing.T) {
+			s, app := appLedger(t, 0, `INSERT INTO effect (key, run_id, step, provider, status, external_id, request, created_at)
+				VALUES ('r:charge:1', 'app_1', 'charge', 'stripe', 'confirmed', 'pi_1', '{"amount": 1000, "currency": "eur"}', '2026-12-01T09:00:00Z')`)
+			first := ingestSource(t, s, "night1", true, byIntent("ch_1"))
+			if diff := cmp.Diff(map[string][]string{"r:charge:1": nil}, nightOver(t, s, distribute, first)); diff != "" {
+				t.Fatalf("first night's scope and earlier records (-want +got):\n%s", diff)
+			}
+			second := ingestSource(t, s, "night2", true, byIntent("ch_2"))
+			var once sync.Once
+			driver.ScopeRead = func() {
+				once.Do(func() {
+					if _, err := app.Exec(ctx, `UPDATE effect SET external_id = 'pi_other' WHERE key = 'r:charge:1'`); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			defer func() { driver.ScopeRead = nil }()
+			if diff := cmp.Diff(map[string][]string{"r:charge:1": {"ch_1"}}, nightOver(t, s, distribute, second)); diff != "" {
+				t.Errorf("second night's scope and earlier records (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
