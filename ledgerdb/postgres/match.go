@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -351,11 +352,26 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 	if !closed && !earlier {
 		return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM (`+open+`) m_eff`, args, sources, linkKinds)
 	}
+	var named func() ([]string, error)
+	if closed {
+		var (
+			stop func()
+			err  error
+		)
+		if named, stop, err = m.nameBeside(ctx, sources); err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if err := exec(`INSERT INTO m_eff `+open, args...); err != nil {
 		return err
 	}
 	if closed {
-		if err := exec(matchCandidates, sources); err != nil {
+		keys, err := named()
+		if err != nil {
+			return err
+		}
+		if err := exec(matchCandidates, keys); err != nil {
 			return err
 		}
 		var candidates bool
@@ -386,6 +402,49 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 		}
 	}
 	return m.cut(ctx, sum, `SELECT `+matchEffectCols+` FROM m_eff`, nil, sources, linkKinds)
+}
+
+// nameBeside lists the effects the run's records name (matchNamed) on a
+// connection of its own, in the snapshot of m.conn's transaction, while
+// m.conn reads the scope: a second night of 100k on a ledger of 1M spent
+// 1.1 s on each, one after the other. named waits for the list; stop
+// cancels it, if need be, and waits for its connection to close.
+func (m *matching) nameBeside(ctx context.Context, sources []int64) (named func() ([]string, error), stop func(), err error) {
+	var snapshot string
+	if err := m.conn.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var (
+		keys    []string
+		nameErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		conn, err := pgx.ConnectConfig(ctx, m.conn.Config())
+		if err != nil {
+			nameErr = err
+			return
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		if _, err := conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '`+
+			strings.ReplaceAll(snapshot, "'", "''")+`'; SET LOCAL work_mem = '256MB'`); err != nil {
+			nameErr = err
+			return
+		}
+		rows, _ := conn.Query(ctx, matchNamed, sources)
+		keys, nameErr = pgx.CollectRows(rows, pgx.RowTo[string])
+	}()
+	named = func() ([]string, error) {
+		<-done
+		return keys, nameErr
+	}
+	stop = func() {
+		cancel()
+		<-done
+	}
+	return named, stop, nil
 }
 
 // cut reads every effect in scope (from the query scope, given args) and every record

@@ -213,12 +213,14 @@ func matchEarlierBy(col, effectCol string) string {
   AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
 }
 
-// matchCandidates and matchScopeNamed add to the scope every closed
-// effect (abandoned, or final) that a record of the run ($1: its sources)
-// names by key or by external id, when that record is of a transaction no
-// earlier record holds: a late duplicate re-opens a confirmed effect, a
-// report read again does not. The candidates (m_cand) are the effects the
-// run's records name that are not in scope already: mostly none, what a
+// matchNamed, matchCandidates and matchScopeNamed add to the scope every
+// closed effect (abandoned, or final) that a record of the run ($1: its
+// sources) names by key or by external id, when that record is of a
+// transaction no earlier record holds: a late duplicate re-opens a
+// confirmed effect, a report read again does not. matchNamed lists the
+// effects the run's records name, on a connection of its own while the
+// scope is read (in the scope's snapshot: fetch); the candidates (m_cand)
+// are those of them not in scope already ($1 here): mostly none, what a
 // night names being mostly open, and then nothing more is asked (EXPLAIN
 // ANALYZE of a second night of 100k showed 0.17 s of sorting the run's
 // records for joins that found nothing). Only for those is it asked
@@ -232,15 +234,12 @@ func matchEarlierBy(col, effectCol string) string {
 // repeats itself (a second night: 1.0 s against 1.2 to 1.5 s with a read
 // for each and a DISTINCT).
 var (
-	matchCandidates = `CREATE TEMP TABLE m_cand AS WITH ` + matchRunNames + `
-SELECT c.key FROM (
-    (SELECT effect_key AS key FROM r WHERE effect_key <> '' UNION ALL SELECT parent_effect_key FROM r WHERE parent_effect_key <> ''
-     EXCEPT SELECT key FROM m_eff)
-    UNION
-    (SELECT key FROM effect WHERE external_id = ANY(ARRAY(
-       SELECT tx_id FROM r WHERE tx_id <> '' UNION ALL SELECT payment_intent FROM r WHERE payment_intent <> ''
-       UNION ALL SELECT parent_tx_id FROM r WHERE parent_tx_id <> ''))
-     EXCEPT SELECT key FROM m_eff)) c`
+	matchNamed = `WITH ` + matchRunNames + `
+SELECT effect_key FROM r WHERE effect_key <> '' UNION SELECT parent_effect_key FROM r WHERE parent_effect_key <> ''
+UNION SELECT key FROM effect WHERE external_id = ANY(ARRAY(
+    SELECT tx_id FROM r WHERE tx_id <> '' UNION ALL SELECT payment_intent FROM r WHERE payment_intent <> ''
+    UNION ALL SELECT parent_tx_id FROM r WHERE parent_tx_id <> ''))`
+	matchCandidates = `CREATE TEMP TABLE m_cand AS SELECT key FROM unnest($1::text[]) AS c (key) EXCEPT SELECT key FROM m_eff`
 	matchScopeNamed = `INSERT INTO m_eff ` + matchEffect + `
 WHERE e.key = ANY(ARRAY(WITH ` + matchRunNames + `
   SELECT c.key FROM m_cand c JOIN effect n ON n.key = c.key
