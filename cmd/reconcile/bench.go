@@ -460,8 +460,9 @@ func peakRSS() string {
 }
 
 // machineBusy is how long the machine's processors have been busy since it
-// started, all of them together, from /proc/stat: the time not idle nor
-// waiting for the disk. A run's difference includes the database's work
+// started, all of them together, from /proc/stat: the time not idle, nor
+// waiting for the disk, nor taken by the host of a virtual machine
+// (steal). A run's difference includes the database's work
 // when it runs on the same machine, which the run's own processor time
 // does not, and anything else the machine did meanwhile. 0 where there is
 // no /proc/stat.
@@ -476,7 +477,7 @@ func machineBusy() time.Duration {
 // busyOf reads the busy time from the text of /proc/stat: its first line,
 // "cpu" and the ticks (hundredths of a second) spent in user, nice,
 // system, idle, iowait, irq, softirq and steal time, and more (guest time,
-// already counted in user).
+// already counted in user); busy are user, nice, system, irq and softirq.
 func busyOf(stat string) time.Duration {
 	line, _, _ := strings.Cut(stat, "\n")
 	fields := strings.Fields(line)
@@ -489,7 +490,7 @@ func busyOf(stat string) time.Duration {
 		if err != nil {
 			return 0
 		}
-		if i != 3 && i != 4 { // idle, iowait
+		if i != 3 && i != 4 && i != 7 { // idle, iowait, steal
 			ticks += n
 		}
 	}
