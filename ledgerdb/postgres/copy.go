@@ -105,6 +105,13 @@ var (
 	copyTrailer = []byte{0xff, 0xff}
 )
 
+// copyValue is the input of a COPY in the binary format of one row of one
+// value, b, read where it lies rather than copied into a row.
+func copyValue(b []byte) io.Reader {
+	head := binary.BigEndian.AppendUint32(append(copyRow(nil), copyHeader...).fields(1), uint32(len(b)))
+	return io.MultiReader(bytes.NewReader(head), bytes.NewReader(b), bytes.NewReader(copyTrailer))
+}
+
 // copyRow appends the values of one row of COPY's binary format, typed as
 // the columns they go into.
 type copyRow []byte
