@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"runtime"
 )
 
 // WriteJSON writes res as JSON, indented when indent is set, one
@@ -23,27 +24,14 @@ func WriteJSON(w io.Writer, res *Result, indent bool) error {
 }
 
 func writeResult(bw *bufio.Writer, res *Result, indent bool) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	encode := func(v any, prefix string) ([]byte, error) {
-		buf.Reset()
-		if indent {
-			enc.SetIndent(prefix, "  ")
-		}
-		if err := enc.Encode(v); err != nil {
-			return nil, err
-		}
-		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-	}
 	ds := res.Discrepancies
 	if ds == nil { // null: nothing to write one at a time
-		b, err := encode(res, "")
+		b, err := encodeJSON(res, indent)
 		bw.Write(b)
 		return err
 	}
 	res.Discrepancies = []Discrepancy{}
-	head, err := encode(res, "")
+	head, err := encodeJSON(res, indent)
 	res.Discrepancies = ds
 	if err != nil {
 		return err
@@ -56,22 +44,81 @@ func writeResult(bw *bufio.Writer, res *Result, indent bool) error {
 	at := bytes.Index(head, marker) + len(marker) - 1
 	tail := bytes.Clone(head[at:])
 	bw.Write(head[:at])
-	for i := range ds {
-		if i > 0 {
-			bw.WriteByte(',')
+	// The discrepancies are encoded a block at a time, as many blocks at
+	// once as there are processors, and written in order: a result is
+	// written once the database is done with the run, which leaves the
+	// processors to it (a first night of 1M: 0.4 s of a processor to
+	// write its 35k findings indented, one at a time).
+	blocks := make(chan chan encoded, runtime.GOMAXPROCS(0))
+	go func() {
+		defer close(blocks)
+		for start := 0; start < len(ds); start += jsonBlock {
+			c := make(chan encoded, 1)
+			blocks <- c
+			go func() { c <- encodeBlock(ds[start:min(start+jsonBlock, len(ds))], start == 0, indent) }()
 		}
-		if indent {
-			bw.WriteString("\n    ")
+	}()
+	for c := range blocks { // every block, even after an error, so that none is left waiting
+		if b := <-c; err == nil {
+			err = b.err
+			bw.Write(b.text)
 		}
-		b, err := encode(&ds[i], "    ")
-		if err != nil {
-			return err
-		}
-		bw.Write(b)
+	}
+	if err != nil {
+		return err
 	}
 	if indent && len(ds) > 0 {
 		bw.WriteString("\n  ")
 	}
 	bw.Write(tail)
 	return nil
+}
+
+// jsonBlock is how many discrepancies are encoded together.
+const jsonBlock = 512
+
+// encoded is a block of discrepancies as JSON, or why it could not be.
+type encoded struct {
+	text []byte
+	err  error
+}
+
+// encodeBlock encodes ds as members of the result's list of
+// discrepancies, each after a comma but the list's first.
+func encodeBlock(ds []Discrepancy, first, indent bool) encoded {
+	var out, buf bytes.Buffer
+	enc := newEncoder(&buf, "    ", indent)
+	for i := range ds {
+		if i > 0 || !first {
+			out.WriteByte(',')
+		}
+		if indent {
+			out.WriteString("\n    ")
+		}
+		buf.Reset()
+		if err := enc.Encode(&ds[i]); err != nil {
+			return encoded{err: err}
+		}
+		out.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	}
+	return encoded{text: out.Bytes()}
+}
+
+// encodeJSON encodes v as encoding/json does, HTML characters as they are,
+// indented when indent is set, without the encoder's newline.
+func encodeJSON(v any, indent bool) ([]byte, error) {
+	var buf bytes.Buffer
+	err := newEncoder(&buf, "", indent).Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
+
+// newEncoder is an encoder into buf that leaves HTML characters as they
+// are and, when indent is set, indents after prefix.
+func newEncoder(buf *bytes.Buffer, prefix string, indent bool) *json.Encoder {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent(prefix, "  ")
+	}
+	return enc
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // WriteJSON writes exactly what encoding/json writes of the whole result
-// (HTML characters unescaped), indented or not, whatever its text holds.
+// (HTML characters unescaped), indented or not, whatever its text holds
+// and however many discrepancies it has.
 func TestWriteJSONEqualsItsEncoding(t *testing.T) {
 	res := &Result{RunID: "rec_1", Counts: map[string]int{"missing": 2}, Inputs: []Input{{URI: `a "discrepancies": [] b.csv`}},
 		Discrepancies: []Discrepancy{
@@ -19,7 +21,17 @@ func TestWriteJSONEqualsItsEncoding(t *testing.T) {
 			{Class: reconcile.ClassUnexpected, Transactions: []string{"ch_u"}, Actions: []Action{}},
 		},
 		Rejected: []Rejected{{URI: "a.csv", Line: 3, Raw: `"discrepancies":[]`}}, Orphans: []Orphan{}}
-	for _, r := range []*Result{res, sampleResult(), {RunID: "rec_2", Discrepancies: []Discrepancy{}}, {RunID: "rec_3"}} {
+	// More discrepancies than fit in one block, and a part of one.
+	many := &Result{RunID: "rec_4", Counts: map[string]int{}}
+	for i := range 2*jsonBlock + 17 {
+		d := Discrepancy{Class: reconcile.Classes[i%len(reconcile.Classes)], EffectKey: fmt.Sprintf("r:charge:%d", i),
+			Transactions: []string{fmt.Sprintf("ch_%d", i)}, Actions: []Action{}, Reason: fmt.Sprintf("<%d> & \"%d\"\n", i, i)}
+		if i%3 == 0 {
+			d.Transactions = nil
+		}
+		many.Discrepancies = append(many.Discrepancies, d)
+	}
+	for _, r := range []*Result{res, sampleResult(), {RunID: "rec_2", Discrepancies: []Discrepancy{}}, {RunID: "rec_3"}, many} {
 		for _, indent := range []bool{false, true} {
 			var want bytes.Buffer
 			enc := json.NewEncoder(&want)
