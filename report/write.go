@@ -8,10 +8,10 @@ import (
 	"runtime"
 )
 
-// WriteJSON writes res as JSON, indented when indent is set, one
-// discrepancy at a time: encoding a run of millions of findings whole
-// would hold its text twice over (hundreds of megabytes at ten million
-// effects). HTML characters are written as they are.
+// WriteJSON writes res as JSON, indented when indent is set, a few
+// blocks of discrepancies at a time: encoding a run of millions of
+// findings whole would hold its text twice over (hundreds of megabytes at
+// ten million effects). HTML characters are written as they are.
 func WriteJSON(w io.Writer, res *Result, indent bool) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	if err := writeResult(bw, res, indent); err != nil {

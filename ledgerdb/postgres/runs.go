@@ -41,12 +41,12 @@ func (s *Store) RunStart(ctx context.Context, p *ledgerdb.StartRunParams) (*reco
 func (s *Store) RunFinish(ctx context.Context, p *ledgerdb.FinishRunParams) (*reconcile.Run, error) {
 	var r *reconcile.Run
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if len(p.Result) > maxValue {
+			return fmt.Errorf("a result of %d bytes: more than a value of the ledger holds (1 GB)", len(p.Result))
+		}
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE run_result (result text) ON COMMIT DROP;
 			ALTER TABLE run_result ALTER COLUMN result SET STORAGE EXTERNAL`); err != nil {
 			return err
-		}
-		if len(p.Result) > maxValue {
-			return fmt.Errorf("a result of %d bytes: more than a value of the ledger holds (1 GB)", len(p.Result))
 		}
 		if len(p.Result) > 0 {
 			if _, err := tx.Conn().PgConn().CopyFrom(ctx, copyValue(p.Result), copySQL("run_result", "result")); err != nil {
