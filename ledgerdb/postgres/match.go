@@ -429,7 +429,7 @@ func (m *matching) nameBeside(ctx context.Context, sources []int64) (named func(
 		}
 		defer conn.Close(context.WithoutCancel(ctx))
 		if _, err := conn.Exec(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '`+
-			strings.ReplaceAll(snapshot, "'", "''")+`'; SET LOCAL work_mem = '256MB'`); err != nil {
+			strings.ReplaceAll(snapshot, "'", "''")+`'; SET LOCAL work_mem = '256MB'; SET LOCAL jit = off`); err != nil {
 			nameErr = err
 			return
 		}
