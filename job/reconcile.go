@@ -15,7 +15,7 @@ import (
 )
 
 // reconcile matches and records one run over what its inputs gave.
-func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *compensate.Applier) (*report.Result, error) {
+func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *compensate.Applier) (_ *report.Result, err error) {
 	res := &report.Result{RunID: p.ID, Applied: p.Apply, StartedAt: j.now(), Counts: map[string]int{}, Inputs: in.inputs,
 		Discrepancies: []report.Discrepancy{}, Rejected: in.rejected, RejectedUnlisted: in.unlisted, Orphans: []report.Orphan{}}
 	// What the inputs cover: as the ledger gave it back when this run
@@ -61,16 +61,23 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 		}
 	}
 	start := j.now()
+	// The ledger's mark of what the run leaves the next goes on while the
+	// run acts and writes its findings, which wait for it before their
+	// states; the run ends once it is done, whatever else fails.
 	params := &ledgerdb.MatchParams{RunID: p.ID, Sources: fresh, Kinds: matcher.StepKinds(), WebhookFormats: ingest.WebhookFormats(),
-		PartitionSize: p.PartitionSize, Indexes: in.indexes}
-	var (
-		sum *ledgerdb.MatchSummary
-		err error
-	)
+		PartitionSize: p.PartitionSize, Indexes: in.indexes, MarkBeside: true}
+	var sum *ledgerdb.MatchSummary
 	if p.Distribute {
 		sum, err = j.distribute(ctx, params, m, p.Workers)
 	} else {
 		sum, err = j.Store.PartitionMatch(ctx, params, m.match)
+	}
+	if err == nil && sum.Marked != nil {
+		defer func() {
+			if merr := sum.Marked(); merr != nil && err == nil {
+				err = merr
+			}
+		}()
 	}
 	stopMatch()
 	if err == nil {
@@ -95,7 +102,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	done()
 	crash("run:acted") // everything is made; of this run only the confirmations are recorded yet
 	done = j.phase("record")
-	if _, err := j.Store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: p.ID, Discrepancies: acted.Discrepancies}); err != nil {
+	if _, err := j.Store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: p.ID, Discrepancies: acted.Discrepancies, Marked: sum.Marked}); err != nil {
 		return nil, err
 	}
 	done()

@@ -299,6 +299,11 @@ type LinkParams struct {
 type FindingsParams struct {
 	RunID         string
 	Discrepancies []reconcile.Discrepancy
+	// Marked, when set, is called once the findings and their records'
+	// details are written and before their states: the states take the
+	// effects they classify off the list of those a run left without a
+	// state, which the run's mark writes (MatchSummary.Marked).
+	Marked func() error
 }
 
 // RunFinding is a finding with the run that made it.

@@ -52,6 +52,12 @@ type MatchParams struct {
 	// (PostgreSQL) or cut the partitions (SQLite), before it matches the
 	// first, and they may be built while the run goes on.
 	Indexes func(need bool)
+	// MarkBeside lets PartitionMatch return once the partitions are
+	// recorded, while the ledger goes on with what it leaves the next run
+	// (the effects left without a state, its horizon, the run's records
+	// sorted): MatchSummary.Marked waits for that. A driver that marks
+	// within its partitions' work (SQLite, a distributed run) ignores it.
+	MarkBeside bool
 }
 
 // Size returns p.PartitionSize, or the default.
@@ -140,6 +146,11 @@ type MatchSummary struct {
 	// Spilled is how many bytes the partitions took on disk (Spill), at
 	// most twice that while they were cut.
 	Spilled int64
+	// Marked, when MatchParams.MarkBeside was set and the mark went on
+	// after PartitionMatch returned, waits for the mark and returns its
+	// error; it may be called more than once. The run hands it to
+	// FindingRecord (FindingsParams.Marked) and calls it before it ends.
+	Marked func() error
 }
 
 // Distributor is a ledger whose runs' partitions any process may match:

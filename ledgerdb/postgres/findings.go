@@ -45,6 +45,15 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 		if err := copyDetails(ctx, tx, held, driver.Named(p.Discrepancies)); err != nil {
 			return err
 		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
+			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromSlice(len(dec.Findings), func(i int) ([]any, error) {
+			d := dec.Findings[i]
+			row, err := driver.EncodeFinding(d)
+			return []any{p.RunID, i + 1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
+				d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason}, err
+		})); err != nil {
+			return err
+		}
 		now := s.now()
 		keys, ids := make([]string, len(dec.Confirm)), make([]string, len(dec.Confirm))
 		for i, c := range dec.Confirm {
@@ -56,14 +65,10 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 			return err
 		}
 		res.Confirmed = int(tag.RowsAffected())
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"finding"}, []string{"run_id", "seq", "class", "effect_key", "provider", "currency",
-			"expected_minor", "observed_minor", "transactions", "actions", "reason"}, pgx.CopyFromSlice(len(dec.Findings), func(i int) ([]any, error) {
-			d := dec.Findings[i]
-			row, err := driver.EncodeFinding(d)
-			return []any{p.RunID, i + 1, string(d.Class), d.EffectKey, d.Provider, d.Currency,
-				d.ExpectedMinor, d.ObservedMinor, string(row.Transactions), string(row.Actions), d.Reason}, err
-		})); err != nil {
-			return err
+		if p.Marked != nil {
+			if err := p.Marked(); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE state_in (LIKE effect_state) ON COMMIT DROP`); err != nil {
 			return err

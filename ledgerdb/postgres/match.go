@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -182,7 +183,12 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close(context.WithoutCancel(ctx))
+	closeW := func() { w.Close(context.WithoutCancel(ctx)) }
+	defer func() {
+		if closeW != nil {
+			closeW()
+		}
+	}()
 	if _, err := w.Exec(ctx, matchWriterSetup); err != nil {
 		return nil, err
 	}
@@ -217,25 +223,44 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err != nil {
 		return nil, err
 	}
-	if err := pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
-		if err := m.sortOwn(ctx, tx); err != nil {
-			return err
-		}
-		return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open))
-	}); err != nil {
-		return nil, err
+	loose := append(m.loose, m.spill.Unlinked...)
+	mark := func() error {
+		return pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
+			if err := m.sortOwn(ctx, tx, loose); err != nil {
+				return err
+			}
+			return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open))
+		})
 	}
+	if !m.p.MarkBeside {
+		return sum, mark()
+	}
+	// The mark goes on, on the writer's connection, while the run acts
+	// and records its findings: at the end of a first night of 1M, 0.9 s
+	// of statements that wait for nothing else.
+	done, release := make(chan error, 1), closeW
+	closeW = nil
+	go func() {
+		defer release()
+		if driver.Marking != nil {
+			if err := driver.Marking(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- mark()
+	}()
+	sum.Marked = sync.OnceValue(func() error { return <-done })
 	return sum, nil
 }
 
 // sortOwn sorts the run's sources (migration 022): from the loose records
 // its partitions showed and those of kept sources no partition held
-// (driver.Spill.Unlinked); the sources read from the ledger (scan),
+// (driver.Spill.Unlinked), as loose lists them; the sources read from the ledger (scan),
 // whose records of kinds that do not link no partition held, and every
 // source when a loose record has no transaction to look it up by, are
 // read whole.
-func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx) error {
-	loose := append(m.loose, m.spill.Unlinked...)
+func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx, loose []driver.NamedRecord) error {
 	scan := m.scan
 	for _, l := range loose {
 		if l.TxID == "" {

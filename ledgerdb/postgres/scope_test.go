@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -405,5 +407,106 @@ func TestAClosedEffectNamedBackIsFoundInTheScopesSnapshot(t *testing.T) {
 				t.Errorf("second night's scope and earlier records (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// markedBeside runs a PartitionMatch that leaves its mark going on
+// (MarkBeside), confirming r:charge:1 and leaving r:charge:2 open, then
+// records that the second is missing, as a run does while the mark goes
+// on. The mark waits until the findings ask for it (FindingsParams.Marked)
+// or are recorded without it, then runs hook, which may fail it. It
+// returns FindingRecord's error and the mark's.
+func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr, markErr error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_m", Args: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	driver.Marking = func() error {
+		select {
+		case <-release:
+		case <-ctx.Done(): // PartitionMatch waited for its mark: the guard ends the deadlock
+			t.Error("PartitionMatch did not return before its mark")
+		}
+		return hook()
+	}
+	defer func() { driver.Marking = nil }()
+	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_m", MarkBeside: true},
+		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
+			return []ledgerdb.Confirmation{{Key: "r:charge:1", ExternalID: "ch_r:charge:1"}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Marked == nil {
+		free()
+		t.Fatal("PartitionMatch with MarkBeside gave no Marked")
+	}
+	_, recordErr = s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_m",
+		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.ClassMissing, EffectKey: "r:charge:2", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000}},
+		Marked: func() error { free(); return sum.Marked() }})
+	free()
+	return recordErr, sum.Marked()
+}
+
+// A run records its findings while its mark (its sources sorted, the
+// effects it left without a state noted, its horizon) goes on, and their
+// states after the mark: the effect noted as left without a state is taken
+// off that list by its state, and not noted again after it. Not parallel:
+// it sets a hook of the driver's.
+func TestFindingsAreRecordedBesideTheMarkAndTheirStatesAfterIt(t *testing.T) {
+	ctx := context.Background()
+	s, url := migrated(t)
+	app := connect(t, url)
+	for _, key := range []string{"r:charge:1", "r:charge:2"} {
+		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recordErr, markErr := markedBeside(t, s, func() error { return nil })
+	if recordErr != nil || markErr != nil {
+		t.Fatalf("FindingRecord: %v; mark: %v", recordErr, markErr)
+	}
+	rows, _ := app.Query(ctx, `SELECT key FROM effect_pending ORDER BY key`)
+	pending, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) > 0 {
+		t.Errorf("listed as left without a state after the findings: %v; want none", pending)
+	}
+	var class string
+	if err := app.QueryRow(ctx, `SELECT class FROM effect_state WHERE key = 'r:charge:2'`).Scan(&class); err != nil || class != "missing" {
+		t.Errorf("r:charge:2's state = %q, %v; want missing", class, err)
+	}
+	if diff := cmp.Diff([]string{"r:charge:2"}, scopeOf(t, s)); diff != "" {
+		t.Errorf("the next run's scope (-want +got):\n%s", diff)
+	}
+}
+
+// A mark that fails fails the findings' record: nothing of them is kept.
+func TestAFailedMarkFailsTheFindings(t *testing.T) {
+	ctx := context.Background()
+	s, url := migrated(t)
+	app := connect(t, url)
+	for _, key := range []string{"r:charge:1", "r:charge:2"} {
+		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := errors.New("the mark refused")
+	recordErr, markErr := markedBeside(t, s, func() error { return refused })
+	if !errors.Is(recordErr, refused) || !errors.Is(markErr, refused) {
+		t.Errorf("FindingRecord: %v; mark: %v; want both %v", recordErr, markErr, refused)
+	}
+	var findings, states int
+	if err := app.QueryRow(ctx, `SELECT (SELECT count(*) FROM finding), (SELECT count(*) FROM effect_state WHERE NOT final)`).Scan(&findings, &states); err != nil {
+		t.Fatal(err)
+	}
+	if findings != 0 || states != 0 {
+		t.Errorf("after a failed mark: %d findings, %d open states; want none", findings, states)
 	}
 }

@@ -83,6 +83,11 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 				return err
 			}
 		}
+		if p.Marked != nil {
+			if err := p.Marked(); err != nil {
+				return err
+			}
+		}
 		for _, st := range dec.States {
 			if _, err := upState.ExecContext(ctx, st.Key, string(st.Class), st.Final, p.RunID, now); err != nil {
 				return err

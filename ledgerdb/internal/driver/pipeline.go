@@ -80,3 +80,8 @@ const maxMatching = 4
 // exists) and before it reads the effects in scope: a test writes there
 // what another process may write in between. Nil outside tests.
 var ScopeRead func()
+
+// Marking, when set, is called by PartitionMatch before it marks what the
+// run leaves the next (MatchParams.MarkBeside); an error fails the mark.
+// Nil outside tests.
+var Marking func() error
