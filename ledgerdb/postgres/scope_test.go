@@ -447,7 +447,7 @@ func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr
 	}
 	_, recordErr = s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_m",
 		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.ClassMissing, EffectKey: "r:charge:2", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000}},
-		Marked: func() error { free(); return sum.Marked() }})
+		Marked:        func() error { free(); return sum.Marked() }})
 	free()
 	return recordErr, sum.Marked()
 }
