@@ -89,6 +89,12 @@ type RunParams struct {
 	// PartitionSize is about how many effects a partition holds; 0 is
 	// ledgerdb.DefaultPartitionSize.
 	PartitionSize int
+	// Beside, when set, is called with the result of a run that
+	// succeeded, on a goroutine of its own while the ledger records the
+	// run's end: what the caller writes of the result goes to a temporary
+	// file, put in its place once Run has returned without error. Run
+	// returns once it is done, with its error.
+	Beside func(*report.Result) error
 }
 
 // Outcome is how a run ended.
@@ -228,8 +234,17 @@ func (j *Job) Run(ctx context.Context, p *RunParams) (_ *Outcome, err error) {
 		resJSON = buf.Bytes()
 	}
 	t := j.now()
+	beside := make(chan error, 1)
+	if err == nil && p.Beside != nil {
+		go func() { beside <- p.Beside(res) }()
+	} else {
+		beside <- nil
+	}
 	if _, ferr := j.Store.RunFinish(context.WithoutCancel(ctx), &ledgerdb.FinishRunParams{ID: p.ID, Status: status, Result: resJSON}); ferr != nil && err == nil {
 		err = ferr
+	}
+	if berr := <-beside; berr != nil && err == nil {
+		err = berr
 	}
 	log.Debug("phase done", "phase", "finish", "elapsed", j.now().Sub(t).Round(time.Millisecond), "result_mb", len(resJSON)>>20)
 	return out, err

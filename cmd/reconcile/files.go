@@ -18,24 +18,46 @@ import (
 // the same directory, synced, then renamed over path, so that a reader (or
 // a full disk) never leaves half a result that looks complete.
 func writeWith(path string, write func(io.Writer) error) error {
-	f, err := createTemp(path)
+	w, err := writeBeside(path, write)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(f.Name()) // after the rename, there is nothing left to remove
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return w.keep()
 }
+
+// written is a file written beside its path, not yet in its place.
+type written struct{ temp, path string }
+
+// writeBeside writes a new file beside path, synced, for keep to put in
+// its place or discard to remove.
+func writeBeside(path string, write func(io.Writer) error) (*written, error) {
+	f, err := createTemp(path)
+	if err != nil {
+		return nil, err
+	}
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &written{temp: f.Name(), path: path}, nil
+}
+
+func (w *written) keep() error {
+	if err := os.Rename(w.temp, w.path); err != nil {
+		w.discard()
+		return err
+	}
+	return nil
+}
+
+func (w *written) discard() { os.Remove(w.temp) }
 
 // createTemp creates a new file beside path with mode 0666 less the umask,
 // as os.Create would make path itself (os.CreateTemp makes 0600: a

@@ -45,9 +45,15 @@ func (f *outputFlags) checkOverwrite(inputs []ingest.Source) error {
 	return checkOverwrite("--xlsx", f.xlsxPath, inputs, isWorkbook)
 }
 
-// writeOutputs writes a finished run's JSON result, spreadsheet and metrics.
-func (a *app) writeOutputs(ctx context.Context, store ledgerdb.Store, f *outputFlags, res *report.Result) error {
-	if f.jsonPath != "" {
+// writeOutputs writes a finished run's JSON result, spreadsheet and metrics;
+// the JSON result is put in its place when it was written already.
+func (a *app) writeOutputs(ctx context.Context, store ledgerdb.Store, f *outputFlags, res *report.Result, result *written) error {
+	switch {
+	case result != nil:
+		if err := result.keep(); err != nil {
+			return fmt.Errorf("write %s: %w", f.jsonPath, err)
+		}
+	case f.jsonPath != "":
 		if err := a.writeResult(f.jsonPath, res); err != nil {
 			return err
 		}
@@ -143,7 +149,7 @@ Example:
 			if err := json.Unmarshal(run.Result, &res); err != nil {
 				return fmt.Errorf("run %s: recorded result unreadable: %w", runID, err)
 			}
-			return a.writeOutputs(ctx, store, &out, &res)
+			return a.writeOutputs(ctx, store, &out, &res, nil)
 		},
 	}
 	cmd.Flags().StringVar(&runID, "run", "", "the run's id, as the summary, the JSON result and reconcile runs name it; latest: the newest run that finished")

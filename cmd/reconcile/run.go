@@ -242,11 +242,23 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 	defer func(log *slog.Logger) { a.log = log }(a.log)
 	a.log = a.log.With("run_id", p.ID) // on every record of the run
 	a.log.Info("run starting", "ledger", where(loc), "inputs", len(p.Sources), "apply", f.apply)
+	var result *written // the --json file, written while the ledger records the run's end
+	if path := f.out.jsonPath; path != "" && path != "-" {
+		p.Beside = func(res *report.Result) (err error) {
+			if result, err = writeBeside(path, func(w io.Writer) error { return report.WriteJSON(w, res, true) }); err != nil {
+				return fmt.Errorf("write %s: %w", path, err)
+			}
+			return nil
+		}
+	}
 	out, err := j.Run(ctx, p)
 	if out.Skipped {
 		return a.skipped(&f.out, p.ID, out.Holder)
 	}
 	if err != nil {
+		if result != nil {
+			result.discard()
+		}
 		if out.Result != nil {
 			if merr := a.writeMetrics(context.WithoutCancel(ctx), &f.out, out.Result); merr != nil {
 				a.log.Error("metrics not written", "err", merr)
@@ -258,7 +270,7 @@ func (a *app) run(ctx context.Context, f *runFlags, args []string) error {
 		return errors.Join(err, out.PageErr)
 	}
 	res := out.Result
-	if err := a.writeOutputs(ctx, store, &f.out, res); err != nil {
+	if err := a.writeOutputs(ctx, store, &f.out, res, result); err != nil {
 		return err
 	}
 	if f.out.jsonPath != "-" {
