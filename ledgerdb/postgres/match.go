@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
 
 	"reconcile"
 	"reconcile/ledgerdb"
@@ -224,34 +225,43 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 		return nil, err
 	}
 	loose := append(m.loose, m.spill.Unlinked...)
+	sortOwn := func(db beginner) error {
+		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return m.sortOwn(ctx, tx, loose) })
+	}
 	mark := func() error {
-		return pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error {
-			if err := m.sortOwn(ctx, tx, loose); err != nil {
-				return err
-			}
-			return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open))
-		})
+		return pgx.BeginFunc(ctx, w, func(tx pgx.Tx) error { return m.mark(ctx, tx, matchLeftOpen, nonNil(m.open)) })
 	}
 	if !m.p.MarkBeside {
+		if err := sortOwn(w); err != nil {
+			return nil, err
+		}
 		return sum, mark()
 	}
-	// The mark goes on, on the writer's connection, while the run acts
-	// and records its findings: at the end of a first night of 1M, 0.9 s
-	// of statements that wait for nothing else.
-	done, release := make(chan error, 1), closeW
+	// The run's sources are sorted on a connection of the store's pool and
+	// the mark is made on the writer's, while the run acts and records its
+	// findings: at the end of a first night of 1M, 0.5 s and 0.4 s of
+	// statements that wait for nothing else. Each is a transaction of its
+	// own: a source left unsorted is sorted by the next run.
+	release := closeW
 	closeW = nil
-	go func() {
+	var g errgroup.Group
+	g.Go(func() error { return sortOwn(s.pool) })
+	g.Go(func() error {
 		defer release()
 		if driver.Marking != nil {
 			if err := driver.Marking(); err != nil {
-				done <- err
-				return
+				return err
 			}
 		}
-		done <- mark()
-	}()
-	sum.Marked = sync.OnceValue(func() error { return <-done })
+		return mark()
+	})
+	sum.Marked = sync.OnceValue(g.Wait)
 	return sum, nil
+}
+
+// beginner is a connection or a pool, as pgx.BeginFunc takes them.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // sortOwn sorts the run's sources (migration 022): from the loose records

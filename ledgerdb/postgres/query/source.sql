@@ -52,8 +52,8 @@ UNION ALL
 SELECT ev.*, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
 LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
-WHERE EXISTS (SELECT 1 FROM source s WHERE NOT s.sorted) -- mostly none: then this part is not run at all
-  AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted)) AND NOT ev.source_id = ANY(sqlc.arg(exclude_sources)::bigint[])
+WHERE EXISTS (SELECT 1 FROM source s WHERE NOT s.sorted AND NOT s.id = ANY(sqlc.arg(exclude_sources)::bigint[])) -- mostly none: then this part is not run at all
+  AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted AND NOT s.id = ANY(sqlc.arg(exclude_sources)::bigint[])))
   AND (ev.effect_key = ANY(sqlc.arg(keys)::text[]) OR ev.parent_effect_key = ANY(sqlc.arg(keys)::text[]) OR ev.parent_tx_id = ANY(sqlc.arg(ids)::text[]))
 UNION ALL
 SELECT l.*, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw

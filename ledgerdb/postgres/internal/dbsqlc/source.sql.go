@@ -86,8 +86,8 @@ UNION ALL
 SELECT ev.source_id, ev.seq, ev.line, ev.provider, ev.tx_id, ev.kind, ev.raw_kind, ev.amount_minor, ev.currency, ev.fee_minor, ev.occurred_at, ev.pending, ev.failed, ev.effect_key, ev.parent_effect_key, ev.payment_intent, ev.parent_tx_id, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
 FROM evidence ev JOIN source src ON src.id = ev.source_id
 LEFT JOIN evidence_detail d ON d.source_id = ev.source_id AND d.seq = ev.seq
-WHERE EXISTS (SELECT 1 FROM source s WHERE NOT s.sorted) -- mostly none: then this part is not run at all
-  AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted)) AND NOT ev.source_id = ANY($1::bigint[])
+WHERE EXISTS (SELECT 1 FROM source s WHERE NOT s.sorted AND NOT s.id = ANY($1::bigint[])) -- mostly none: then this part is not run at all
+  AND ev.source_id = ANY(ARRAY(SELECT s.id FROM source s WHERE NOT s.sorted AND NOT s.id = ANY($1::bigint[])))
   AND (ev.effect_key = ANY($3::text[]) OR ev.parent_effect_key = ANY($3::text[]) OR ev.parent_tx_id = ANY($2::text[]))
 UNION ALL
 SELECT l.source_id, l.seq, l.line, l.provider, l.tx_id, l.kind, l.raw_kind, l.amount_minor, l.currency, l.fee_minor, l.occurred_at, l.pending, l.failed, l.effect_key, l.parent_effect_key, l.payment_intent, l.parent_tx_id, src.uri, coalesce(src.hash, '') AS source_hash, coalesce(d.description, '') AS description, d.metadata, coalesce(d.raw, '') AS raw
