@@ -80,7 +80,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 		}()
 	}
 	stopMatch()
-	if err == nil {
+	if err == nil && !sum.NoEarlier { // a first night has nothing reported before
 		err = m.dropReported(ctx, j.Store, fresh)
 	}
 	if err != nil {

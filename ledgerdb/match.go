@@ -146,6 +146,10 @@ type MatchSummary struct {
 	// Spilled is how many bytes the partitions took on disk (Spill), at
 	// most twice that while they were cut.
 	Spilled int64
+	// NoEarlier says that the ledger held no evidence but the run's own
+	// sources' when the run read it: nothing the run found was reported
+	// by another. False when there was some, or the driver does not say.
+	NoEarlier bool
 	// Marked, when MatchParams.MarkBeside was set and the mark went on
 	// after PartitionMatch returned, waits for the mark and returns its
 	// error; it may be called more than once. The run hands it to

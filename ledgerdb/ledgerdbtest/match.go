@@ -77,6 +77,14 @@ func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partiti
 		e.t.Fatalf("PartitionMatch: %v", err)
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Index < parts[j].Index })
+	all, err := e.store.SourceList(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	earlier := slices.ContainsFunc(all, func(s ledgerdb.SourceRecord) bool { return !slices.Contains(sources, s.ID) })
+	if sum.NoEarlier == earlier {
+		e.t.Errorf("PartitionMatch over %d of %d sources says NoEarlier %v", len(sources), len(all), sum.NoEarlier)
+	}
 	return parts, sum
 }
 

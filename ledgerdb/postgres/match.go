@@ -370,6 +370,7 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 	if err := m.conn.QueryRow(ctx, `SELECT (`+matchClosed+`), (`+matchEarlierExists+`)`, sources).Scan(&closed, &earlier); err != nil {
 		return err
 	}
+	sum.NoEarlier = !earlier
 	var last *string
 	if err := m.conn.QueryRow(ctx, matchHorizon).Scan(&last, &m.horizon); err != nil {
 		return err

@@ -163,6 +163,7 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 	if err := m.conn.QueryRowContext(ctx, matchEarlierExists, sources).Scan(&earlier); err != nil {
 		return err
 	}
+	sum.NoEarlier = !earlier
 	if driver.ScopeRead != nil {
 		driver.ScopeRead()
 	}
