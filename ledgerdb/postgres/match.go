@@ -266,10 +266,10 @@ type beginner interface {
 
 // sortOwn sorts the run's sources (migration 022): from the loose records
 // its partitions showed and those of kept sources no partition held
-// (driver.Spill.Unlinked), as loose lists them; the sources read from the ledger (scan),
-// whose records of kinds that do not link no partition held, and every
-// source when a loose record has no transaction to look it up by, are
-// read whole.
+// (driver.Spill.Unlinked), as loose lists them; the sources read from the
+// ledger (scan), whose records of kinds that do not link no partition
+// held, and every source when a loose record has no transaction to look it
+// up by, are read whole.
 func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx, loose []driver.NamedRecord) error {
 	scan := m.scan
 	for _, l := range loose {

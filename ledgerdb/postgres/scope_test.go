@@ -235,39 +235,49 @@ func TestARunForgetsTheNewEffectsBelowItsHorizon(t *testing.T) {
 	}
 }
 
+// twoCharges is a migrated ledger holding the application's charges
+// r:charge:1 and r:charge:2, and the application's connection.
+func twoCharges(t *testing.T) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
+	s, url := migrated(t)
+	app := connect(t, url)
+	for _, key := range []string{"r:charge:1", "r:charge:2"} {
+		if _, err := app.Exec(context.Background(), insertEffect, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, app
+}
+
+// pendingKeys lists the effects listed as left without a state.
+func pendingKeys(t *testing.T, app *pgx.Conn) []string {
+	t.Helper()
+	var keys []string
+	if err := app.QueryRow(context.Background(), `SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM effect_pending`).Scan(&keys); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
 // The effects a run leaves without a state are listed for the next run
 // only until the run's findings give them one: the findings take their
 // keys off the list, which the next run would otherwise read and empty
 // again.
 func TestFindingsTakeTheirEffectsOffTheListLeftOpen(t *testing.T) {
 	ctx := context.Background()
-	s, url := migrated(t)
-	app := connect(t, url)
-	for _, key := range []string{"r:charge:1", "r:charge:2"} {
-		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, app := twoCharges(t)
 	if _, err := s.RunStart(ctx, &ledgerdb.StartRunParams{ID: "run_s", Args: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	scopeOf(t, s)
-	pending := func() []string {
-		t.Helper()
-		var keys []string
-		if err := app.QueryRow(ctx, `SELECT coalesce(array_agg(key ORDER BY key), '{}') FROM effect_pending`).Scan(&keys); err != nil {
-			t.Fatal(err)
-		}
-		return keys
-	}
-	if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2"}, pending()); diff != "" {
+	if diff := cmp.Diff([]string{"r:charge:1", "r:charge:2"}, pendingKeys(t, app)); diff != "" {
 		t.Errorf("listed after the matching (-want +got):\n%s", diff)
 	}
 	if _, err := s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_s", Discrepancies: []reconcile.Discrepancy{
 		{Class: reconcile.ClassMissing, EffectKey: "r:charge:1", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000}}}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"r:charge:2"}, pending()); diff != "" {
+	if diff := cmp.Diff([]string{"r:charge:2"}, pendingKeys(t, app)); diff != "" {
 		t.Errorf("listed after the findings (-want +got):\n%s", diff)
 	}
 }
@@ -459,23 +469,12 @@ func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr
 // it sets a hook of the driver's.
 func TestFindingsAreRecordedBesideTheMarkAndTheirStatesAfterIt(t *testing.T) {
 	ctx := context.Background()
-	s, url := migrated(t)
-	app := connect(t, url)
-	for _, key := range []string{"r:charge:1", "r:charge:2"} {
-		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, app := twoCharges(t)
 	recordErr, markErr := markedBeside(t, s, func() error { return nil })
 	if recordErr != nil || markErr != nil {
 		t.Fatalf("FindingRecord: %v; mark: %v", recordErr, markErr)
 	}
-	rows, _ := app.Query(ctx, `SELECT key FROM effect_pending ORDER BY key`)
-	pending, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pending) > 0 {
+	if pending := pendingKeys(t, app); len(pending) > 0 {
 		t.Errorf("listed as left without a state after the findings: %v; want none", pending)
 	}
 	var class string
@@ -490,13 +489,7 @@ func TestFindingsAreRecordedBesideTheMarkAndTheirStatesAfterIt(t *testing.T) {
 // A mark that fails fails the findings' record: nothing of them is kept.
 func TestAFailedMarkFailsTheFindings(t *testing.T) {
 	ctx := context.Background()
-	s, url := migrated(t)
-	app := connect(t, url)
-	for _, key := range []string{"r:charge:1", "r:charge:2"} {
-		if _, err := app.Exec(ctx, insertEffect, key); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, app := twoCharges(t)
 	refused := errors.New("the mark refused")
 	recordErr, markErr := markedBeside(t, s, func() error { return refused })
 	if !errors.Is(recordErr, refused) || !errors.Is(markErr, refused) {
