@@ -1,9 +1,11 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -47,17 +49,28 @@ type ingested struct {
 // it.
 func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (_ *ingested, err error) {
 	defer j.phase("ingest")()
-	hashes := make([]string, len(srcs))
-	fresh := make([]bool, len(srcs))
+	// The local inputs are hashed side by side (a night's report and
+	// webhook dump of 1M: 0.3 s of a processor), and an input's error is
+	// reported in the inputs' order.
+	hashes, fresh, errs := make([]string, len(srcs)), make([]bool, len(srcs)), make([]error, len(srcs))
+	var looked errgroup.Group
+	looked.SetLimit(runtime.GOMAXPROCS(0))
+	for i, src := range srcs {
+		looked.Go(func() error {
+			var found bool
+			hashes[i], found, errs[i] = j.lookupSource(ctx, src)
+			fresh[i] = !found
+			return nil
+		})
+	}
+	looked.Wait()
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err
+	}
 	first := -1     // the largest new input
 	var bytes int64 // of the new inputs, where known
 	for i, src := range srcs {
-		hash, found, err := j.lookupSource(ctx, src)
-		if err != nil {
-			return nil, err
-		}
-		hashes[i], fresh[i] = hash, !found
-		if !found {
+		if fresh[i] {
 			bytes += max(src.Size, 0)
 			if first < 0 || src.Size > srcs[first].Size {
 				first = i
