@@ -46,9 +46,9 @@ func writeResult(bw *bufio.Writer, res *Result, indent bool) error {
 	bw.Write(head[:at])
 	// The discrepancies are encoded a block at a time, as many blocks at
 	// once as there are processors, and written in order: a result is
-	// written once the database is done with the run, which leaves the
-	// processors to it (a first night of 1M: 0.4 s of a processor to
-	// write its 35k findings indented, one at a time).
+	// written at the run's end, when the database has little left to do
+	// (a first night of 1M: 0.4 s of a processor to write its 35k
+	// findings indented, one at a time).
 	blocks := make(chan chan encoded, runtime.GOMAXPROCS(0))
 	go func() {
 		defer close(blocks)

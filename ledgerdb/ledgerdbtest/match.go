@@ -63,7 +63,9 @@ func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partiti
 		mu    sync.Mutex // match is called from several goroutines
 		parts []*ledgerdb.Partition
 	)
-	sum, err := e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, Kinds: stepKinds, PartitionSize: size},
+	// As a run matches: what the ledger leaves the next run goes on
+	// beside, and is waited for.
+	sum, err := e.store.PartitionMatch(e.ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, Kinds: stepKinds, PartitionSize: size, MarkBeside: true},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -73,6 +75,9 @@ func (e *env) partitions(size int, sources []int64, match func(*ledgerdb.Partiti
 			}
 			return match(p), nil
 		})
+	if err == nil && sum.Marked != nil {
+		err = sum.Marked()
+	}
 	if err != nil {
 		e.t.Fatalf("PartitionMatch: %v", err)
 	}

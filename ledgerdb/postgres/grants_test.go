@@ -323,7 +323,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 	must("LinkedEvidence", err)
 
 	kinds := map[string]reconcile.Kind{"charge": reconcile.KindCharge, "compensate": reconcile.KindRefund}
-	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds},
+	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_1", Sources: []int64{in.SourceID}, Kinds: kinds, MarkBeside: true},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			var out []ledgerdb.Confirmation
 			for _, e := range p.Effects {
@@ -334,6 +334,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			return out, nil
 		})
 	must("MatchPartitions", err)
+	must("MatchPartitions' mark", sum.Marked())
 	if sum.Confirmed != 1 {
 		t.Errorf("MatchPartitions as the job's role confirmed %d effects, want 1", sum.Confirmed)
 	}

@@ -66,7 +66,12 @@ func matchBy(t *testing.T, s *postgres.Store, distribute bool, params *ledgerdb.
 				return confs, []byte(`{}`), err
 			}})
 	} else {
-		_, err = s.PartitionMatch(ctx, params, match)
+		// As a run matches: the mark goes on beside, and is waited for.
+		params.MarkBeside = true
+		var sum *ledgerdb.MatchSummary
+		if sum, err = s.PartitionMatch(ctx, params, match); err == nil && sum.Marked != nil {
+			err = sum.Marked()
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
