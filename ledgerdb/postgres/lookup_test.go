@@ -294,6 +294,12 @@ func TestAnEarlierRecordIsFoundByItsParent(t *testing.T) {
 			switch how {
 			case "one process", "distributed":
 				nightOver(t, s, how == "distributed", first)
+				// The run sorts its own sources; left to the next run, its
+				// records would be read whole again.
+				var sorted bool
+				if err := app.QueryRow(ctx, `SELECT sorted FROM source WHERE id = $1`, first).Scan(&sorted); err != nil || !sorted {
+					t.Errorf("the run's source sorted after the run: %v, %v; want true", sorted, err)
+				}
 			case "ingested alone":
 				if diff := cmp.Diff(all, linked(t, s, byParent)); diff != "" {
 					t.Errorf("records linked before a run sorted them (-want +got):\n%s", diff)
