@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 	"runtime"
@@ -38,6 +39,7 @@ type Router struct {
 	buckets [][]uint64
 	parent  []uint32 // union-find forest over the nodes
 	effects int      // the first nodes are effects
+	ranks   []uint64 // of each effect, the first eight bytes of its key (Partitions)
 	values  []uint64
 }
 
@@ -55,7 +57,7 @@ func NewRouter(n int) *Router {
 // values. Effects come before records.
 func (r *Router) Effect(provider, key, externalID string) {
 	r.values = EffectValues(r.values[:0], provider, key, externalID)
-	r.joinAll(r.AddEffect(), r.values)
+	r.joinAll(r.AddEffect(key), r.values)
 }
 
 // Record adds a record as the next node, and joins it by its values.
@@ -73,10 +75,14 @@ func (r *Router) joinAll(n uint32, values []uint64) {
 // AddEffect and AddRecord add a node without joining it: a caller that
 // keeps the nodes' values elsewhere joins them later (Join), a share of
 // the values at a time, so that the Router never holds them all (Forget).
-func (r *Router) AddEffect() uint32 {
+// An effect's key places its group among the partitions (Partitions).
+func (r *Router) AddEffect(key string) uint32 {
 	if r.effects != len(r.parent) {
 		panic("matcher: an effect added after a record")
 	}
+	var prefix [8]byte
+	copy(prefix[:], key)
+	r.ranks = append(r.ranks, binary.BigEndian.Uint64(prefix[:]))
 	r.effects++
 	return r.node()
 }
@@ -201,37 +207,63 @@ func firstBySort(g []uint64) {
 }
 
 // Partitions assigns every node, in the order they were added, a
-// partition: whole groups, in the order of their first node, filling
-// each partition up to size effects, a group without effects counting as
-// one (a group larger than that has a partition of its own). It returns
-// the assignment and how many partitions there are, at least one; the
-// Router is spent.
+// partition: whole groups, filling each partition up to size effects, a
+// group without effects counting as one (a group larger than that has a
+// partition of its own). Groups come in the order of their first
+// effect's key, by four bytes of it past the prefix all the keys share
+// (then in the order added), and those without effects last: each
+// partition holds a range of keys, so that what a run writes of it by key
+// (the effects' states) lands in one part of an index, not all over it,
+// whatever order the effects were read in. It returns the assignment and
+// how many partitions there are, at least one; the Router is spent.
 func (r *Router) Partitions(size int) (part []uint32, count int) {
 	size = max(size, 1)
 	r.Forget()
+	var differ uint64 // the bits of the ranks that are not all alike
+	for _, k := range r.ranks {
+		differ |= k ^ r.ranks[0]
+	}
+	shift := bits.LeadingZeros64(differ)
 	// A node's parent is never after it, so in node order each parent is
 	// already a root: one pass points every node at its group's first.
+	// The groups' first effects are sorted by their rank's four bytes and
+	// their node, in the ranks' room.
 	part, r.parent, r.buckets = r.parent, nil, nil
+	roots, rest := r.ranks[:0], []uint32(nil)
 	for i := range part {
 		part[i] = part[part[i]]
+		switch {
+		case part[i] != uint32(i):
+		case i < r.effects:
+			roots = append(roots, r.ranks[i]<<shift>>32<<32|uint64(i))
+		default:
+			rest = append(rest, uint32(i))
+		}
 	}
-	weight := make([]uint32, len(part))
+	r.ranks = nil
+	slices.Sort(roots)
+	weight := make([]uint32, len(part)) // of each group's first node; then its partition
 	for i := range r.effects {
 		weight[part[i]]++
 	}
 	count = 1
 	var fill uint32
-	for i, root := range part {
-		if uint32(i) != root {
-			part[i] = part[root] // the root came first: this is its partition now
-			continue
-		}
-		w := max(weight[i], 1)
+	place := func(root uint32) {
+		w := max(weight[root], 1)
 		if fill > 0 && fill+w > uint32(size) {
 			count, fill = count+1, 0
 		}
-		part[i] = uint32(count - 1)
+		weight[root] = uint32(count - 1)
 		fill += w
+	}
+	for _, k := range roots {
+		place(uint32(k))
+	}
+	for _, root := range rest {
+		place(root)
+	}
+	for i, root := range part {
+		part[i] = weight[root]
 	}
 	return part, count
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,7 +126,7 @@ func TestARouterJoinsEveryNodeThatSharesAValue(t *testing.T) {
 		r := rand.New(rand.NewPCG(7, 8))
 		router := NewRouter(0)
 		for range 2*pairs + 1000 {
-			router.AddEffect()
+			router.AddEffect("")
 		}
 		// Node i and node pairs+i share a value; each node has one of its
 		// own; and the last thousand share one value among them.
@@ -153,6 +154,49 @@ func TestARouterJoinsEveryNodeThatSharesAValue(t *testing.T) {
 		for n := range 1000 {
 			if part[2*pairs+n] != part[2*pairs] {
 				t.Fatalf("grouped by table up to %d: node %d names the value of node %d but fell in another partition", max, 2*pairs+n, 2*pairs)
+			}
+		}
+	}
+}
+
+// Each partition holds a range of keys, whatever order the effects came
+// in, so that what a run writes of a partition by key (the effects'
+// states) lands in one part of an index: here keys in no order (an
+// application's run ids) behind a prefix they share; keys alike in their
+// first eight bytes come in the order added. A group lies where its first
+// effect does; records of no effect come last.
+func TestAPartitionHoldsARangeOfKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, prefix := range []string{"run_", "tenant-acme-production:"} {
+		const n = 10_000
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("%s%08x:charge:%d", prefix, r.Uint32(), i%4)
+		}
+		router := NewRouter(n)
+		for _, k := range keys {
+			router.Effect("stripe", k, "")
+		}
+		router.Record(&reconcile.Evidence{Provider: "stripe", TxID: "ch_1", EffectKey: keys[7], ParentEffectKey: keys[3]})
+		router.Record(&reconcile.Evidence{Provider: "stripe", TxID: "ch_orphan"})
+		part, count := router.Partitions(100)
+		if count < 100 {
+			t.Fatalf("%s: %d partitions of 100 effects; want at least 100", prefix, count)
+		}
+		if part[3] != part[7] || part[n] != part[3] || part[n+1] != uint32(count-1) {
+			t.Fatalf("%s: the group of effects 3 and 7 in partitions %d, %d and %d, the record of no effect in %d of %d",
+				prefix, part[3], part[7], part[n], part[n+1], count)
+		}
+		var order []int // the effects as they should lie, effect 7 with its group
+		for i := range n {
+			if i != 7 {
+				order = append(order, i)
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(keys[a][:8], keys[b][:8]) })
+		for i := 1; i < len(order); i++ {
+			if a, b := part[order[i-1]], part[order[i]]; a > b {
+				t.Fatalf("%s: %s in partition %d comes before %s in partition %d", prefix, keys[order[i-1]], a, keys[order[i]], b)
 			}
 		}
 	}

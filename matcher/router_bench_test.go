@@ -24,7 +24,7 @@ func BenchmarkRouterJoin(b *testing.B) {
 	for b.Loop() {
 		router := NewRouter(0)
 		for range effects {
-			router.AddEffect()
+			router.AddEffect("")
 		}
 		for range records {
 			router.AddRecord()

@@ -227,7 +227,7 @@ func (s *Spill) eachLength(f func(n uint32, length int, skipped bool)) error {
 
 // Effect adds an effect in scope.
 func (s *Spill) Effect(e *ledgerdb.ScopedEffect) error {
-	s.router.AddEffect()
+	s.router.AddEffect(e.Key)
 	s.values = matcher.EffectValues(s.values[:0], e.Provider, e.Key, e.ExternalID)
 	s.Effects++
 	b := append(s.buf[:0], spillEffect)
