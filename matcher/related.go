@@ -26,11 +26,13 @@ type relater struct {
 func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalID]int, linked [][]*reconcile.Transaction, loose ...[]*reconcile.Transaction) *relater {
 	r := &relater{effects: effects, byKey: byKey, byExternal: byExternal, charges: map[externalID]int{}}
 	want := map[externalID]bool{}
+	wantID := map[string]bool{} // want's ids alone: most linked ids are none of them, and a string hashes faster
 	for _, txs := range loose {
 		for _, tx := range txs {
 			for _, id := range [2]string{tx.ParentTxID, tx.PaymentIntent} {
 				if id != "" {
 					want[externalID{tx.Provider, id, reconcile.KindCharge}] = true
+					wantID[id] = true
 				}
 			}
 		}
@@ -45,8 +47,11 @@ func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalI
 		for _, tx := range linked[i] {
 			_, mod, _ := strings.Cut(tx.ID, "/")
 			for _, id := range [4]string{tx.ID, tx.PaymentIntent, tx.ParentTxID, mod} { // providerIDs, without its slice
+				if !wantID[id] {
+					continue
+				}
 				x := externalID{tx.Provider, id, reconcile.KindCharge}
-				if _, taken := r.charges[x]; id != "" && want[x] && !taken {
+				if _, taken := r.charges[x]; want[x] && !taken {
 					r.charges[x] = i
 				}
 			}
