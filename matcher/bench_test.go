@@ -37,6 +37,7 @@ func BenchmarkMatch(b *testing.B) {
 			w := fixtures.NewWorld(size.n, fixtures.DefaultRates, 1)
 			in := &matcher.Input{Evidence: parseWorld(b, w)}
 			in.Scope, in.Cutoff = matcher.Window(matcher.Ends(in.Evidence), time.Time{}, 3*time.Hour) // as the bench command runs it
+			in.Terse = true                                                                           // as a run does
 			for i := range w.Effects {
 				e, err := matcher.FromLedger(&w.Effects[i])
 				if err != nil {

@@ -17,8 +17,8 @@ import (
 
 // classify decides the class of one effect from the transactions linked to
 // it. due is true when the effect is older than its provider's cutoff, so
-// that its evidence should have been seen by now.
-func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) reconcile.Discrepancy {
+// that its evidence should have been seen by now; terse is Input.Terse.
+func classify(e *Effect, linked, related []*reconcile.Transaction, due, terse bool) reconcile.Discrepancy {
 	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount, Related: copied(related)}
 	var seen []reconcile.Transaction
 	for _, tx := range linked {
@@ -75,7 +75,9 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due bool) rec
 			break
 		}
 		d.Class = reconcile.ClassConfirmed
-		d.Reason = string(kind) + " " + tx.ID + " seen once, as requested" // most effects: no Sprintf
+		if !terse || comp {
+			d.Reason = string(kind) + " " + tx.ID + " seen once, as requested" // most effects: no Sprintf
+		}
 	default:
 		keep := keeper(e, seen)
 		var ids []string

@@ -121,6 +121,10 @@ type Input struct {
 	// EscalateUnexpected gives, per currency, the amount in minor units
 	// from which unexpected money is paged; a currency absent is never paged.
 	EscalateUnexpected map[string]int64
+	// Terse leaves out the Reason of an effect confirmed that is not a
+	// compensation, for a caller that records no more of it than its
+	// confirmation (a run, for nearly all of its effects).
+	Terse bool
 }
 
 // Coverage is one provider and kind that the inputs report on.
@@ -235,7 +239,7 @@ func Match(in *Input) *Result {
 			continue
 		}
 		cutoff, hasCutoff := in.Cutoff[e.Provider]
-		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], related[i], hasCutoff && !e.CreatedAt.After(cutoff)))
+		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], related[i], hasCutoff && !e.CreatedAt.After(cutoff), in.Terse))
 	}
 	for _, tx := range unexpected {
 		if !claimed[tx] {

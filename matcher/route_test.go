@@ -201,3 +201,35 @@ func TestAPartitionHoldsARangeOfKeys(t *testing.T) {
 		}
 	}
 }
+
+// Terse leaves out the reason of a confirmed effect that is not a
+// compensation, and changes nothing else: a compensation confirmed keeps
+// its reason, which a run reports.
+func TestTerseLeavesOutOnlyTheReasonsOfConfirmedEffects(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	left := 0
+	for range 2000 {
+		effects, evidence := tangledWorld(r)
+		in := &Input{Effects: effects, Evidence: evidence, Cutoff: map[string]time.Time{"stripe": cutoff, "adyen": cutoff},
+			Scope: map[Coverage]bool{{"stripe", reconcile.KindCharge}: true, {"adyen", reconcile.KindRefund}: true}}
+		want := Match(in)
+		in.Terse = true
+		got := Match(in)
+		for i := range want.Discrepancies {
+			d := &want.Discrepancies[i]
+			if d.Class != reconcile.ClassConfirmed {
+				continue
+			}
+			if j := slices.IndexFunc(effects, func(e Effect) bool { return e.Key == d.EffectKey }); !IsCompensation(&effects[j]) {
+				d.Reason = ""
+				left++
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("terse (-want +got):\n%s\neffects %+v\nevidence %+v", diff, effects, evidence)
+		}
+	}
+	if left < 100 {
+		t.Fatalf("only %d reasons left out: the test proves little", left)
+	}
+}
