@@ -182,6 +182,7 @@ func Match(in *Input) *Result {
 	res := &Result{}
 	var unexpected, loose []*reconcile.Transaction // loose: disputes that link to nothing
 	claimed := map[*reconcile.Transaction]bool{}   // transactions in conflict that name an effect in scope
+	rel := newRelater(effects, byKey, byExternal, txs)
 	for i := range txs {
 		tx := &txs[i]
 		if _, links := linkKinds[tx.Kind]; links && conflicts(tx, effects, byKey) {
@@ -198,6 +199,7 @@ func Match(in *Input) *Result {
 		}
 		if e, ok := link(tx, effects, byKey, byExternal); ok {
 			linked[e] = append(linked[e], tx)
+			rel.linked(e, tx)
 		} else if tx.Kind == reconcile.KindCharge || tx.Kind == reconcile.KindRefund {
 			unexpected = append(unexpected, tx)
 		} else if tx.Kind == reconcile.KindDispute {
@@ -205,7 +207,6 @@ func Match(in *Input) *Result {
 		}
 	}
 	related := make([][]*reconcile.Transaction, len(effects))
-	rel := newRelater(effects, byKey, byExternal, linked, unexpected, loose)
 	kept := unexpected[:0]
 	for _, tx := range unexpected {
 		if e, ok := rel.chargeOf(tx); ok {
@@ -268,6 +269,9 @@ var linkKinds = func() map[reconcile.Kind]bool {
 func conflicts(tx *reconcile.Transaction, effects []Effect, byKey map[string]int) bool {
 	if tx.Conflict != "" {
 		return true
+	}
+	if len(tx.EffectKeys) < 2 { // its keys are distinct: two are needed to name two effects
+		return false
 	}
 	named := 0 // counted, not collected: every transaction passes here
 	for _, k := range tx.EffectKeys {

@@ -17,47 +17,53 @@ type relater struct {
 	// charges maps the ids of the charge transactions linked to each
 	// effect (ch_, pi_, an Adyen PSP reference) to the effect.
 	charges map[externalID]int
+	// want are the ids that refunds and disputes name as their charge's;
+	// wantID the same ids alone: most linked ids are none of them, and a
+	// string hashes faster.
+	want   map[externalID]bool
+	wantID map[string]bool
 }
 
-// newRelater indexes the linked charges by the ids that the loose
-// transactions (refunds and disputes that link to nothing) name, and by
-// those only: a partition holds tens of thousands of charges and a few
-// loose refunds.
-func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalID]int, linked [][]*reconcile.Transaction, loose ...[]*reconcile.Transaction) *relater {
-	r := &relater{effects: effects, byKey: byKey, byExternal: byExternal, charges: map[externalID]int{}}
-	want := map[externalID]bool{}
-	wantID := map[string]bool{} // want's ids alone: most linked ids are none of them, and a string hashes faster
-	for _, txs := range loose {
-		for _, tx := range txs {
-			for _, id := range [2]string{tx.ParentTxID, tx.PaymentIntent} {
-				if id != "" {
-					want[externalID{tx.Provider, id, reconcile.KindCharge}] = true
-					wantID[id] = true
-				}
-			}
-		}
-	}
-	if len(want) == 0 {
-		return r
-	}
-	for i := range effects {
-		if k, _ := ExpectedKind(effects[i].Step); k != reconcile.KindCharge {
+// newRelater prepares to index the linked charges by the ids that a
+// refund or dispute among txs names, and by those only: a partition holds
+// tens of thousands of charges and a few refunds. Those that end up loose
+// (linked to nothing) are among them.
+func newRelater(effects []Effect, byKey map[string]int, byExternal map[externalID]int, txs []reconcile.Transaction) *relater {
+	r := &relater{effects: effects, byKey: byKey, byExternal: byExternal, charges: map[externalID]int{},
+		want: map[externalID]bool{}, wantID: map[string]bool{}}
+	for i := range txs {
+		tx := &txs[i]
+		if tx.Kind != reconcile.KindRefund && tx.Kind != reconcile.KindDispute {
 			continue
 		}
-		for _, tx := range linked[i] {
-			_, mod, _ := strings.Cut(tx.ID, "/")
-			for _, id := range [4]string{tx.ID, tx.PaymentIntent, tx.ParentTxID, mod} { // providerIDs, without its slice
-				if !wantID[id] {
-					continue
-				}
-				x := externalID{tx.Provider, id, reconcile.KindCharge}
-				if _, taken := r.charges[x]; want[x] && !taken {
-					r.charges[x] = i
-				}
+		for _, id := range [2]string{tx.ParentTxID, tx.PaymentIntent} {
+			if id != "" {
+				r.want[externalID{tx.Provider, id, reconcile.KindCharge}] = true
+				r.wantID[id] = true
 			}
 		}
 	}
 	return r
+}
+
+// linked notes that tx links to effect e: a charge's ids that a refund or
+// dispute names then lead to e, or to the first effect (in key order) that
+// such a charge links to. Called as each transaction links, while it is
+// at hand, rather than once every effect is linked.
+func (r *relater) linked(e int, tx *reconcile.Transaction) {
+	if len(r.wantID) == 0 || tx.Kind != reconcile.KindCharge {
+		return
+	}
+	_, mod, _ := strings.Cut(tx.ID, "/")
+	for _, id := range [4]string{tx.ID, tx.PaymentIntent, tx.ParentTxID, mod} { // providerIDs, without its slice
+		if !r.wantID[id] {
+			continue
+		}
+		x := externalID{tx.Provider, id, reconcile.KindCharge}
+		if i, taken := r.charges[x]; r.want[x] && (!taken || e < i) {
+			r.charges[x] = e
+		}
+	}
 }
 
 // chargeOf returns the effect whose charge tx modifies: the one its records

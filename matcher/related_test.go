@@ -22,6 +22,10 @@ func TestRefundsOfOurChargesThatNoEffectMadeShowOnTheCharge(t *testing.T) {
 		e.ExternalID, e.Status = id, reconcile.StatusConfirmed
 		return e
 	}
+	withIntent := func(e reconcile.Evidence, intent string) reconcile.Evidence {
+		e.PaymentIntent = intent
+		return e
+	}
 	dispute := ev("du_1", reconcile.KindDispute, -1000, "")
 	dispute.ParentTxID = "ch_a"
 	won := dispute
@@ -48,6 +52,11 @@ func TestRefundsOfOurChargesThatNoEffectMadeShowOnTheCharge(t *testing.T) {
 			[]Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), refundOf("re_d", -400, "", "ch_a", "")},
 			[]string{"confirmed r:charge:0 [ch_a] exp 1000 obs 1000 {} related [re_d]"}},
+		{"a refund naming a payment intent two of our charges share shows on the first effect in key order",
+			[]Effect{charge("r:charge:0", 1000), charge("r:charge:1", 1000)},
+			[]reconcile.Evidence{withIntent(ev("ch_z", reconcile.KindCharge, 1000, "r:charge:0"), "pi_s"),
+				withIntent(ev("ch_a", reconcile.KindCharge, 1000, "r:charge:1"), "pi_s"), refundOf("re_d", -1000, "", "", "pi_s")},
+			[]string{"confirmed r:charge:0 [ch_z] exp 1000 obs 1000 {} related [re_d]", "confirmed r:charge:1 [ch_a] exp 1000 obs 1000 {}"}},
 		{"a refund of a charge not seen: a person decides, the charge is not made again",
 			[]Effect{withID(charge("r:charge:0", 1000), "pi_0")},
 			[]reconcile.Evidence{refundOf("re_d", -1000, "", "", "pi_0")},
