@@ -260,16 +260,25 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 			}
 		}
 	}
-	type key struct {
-		provider string
-		kind     reconcile.Kind
-		id       string
-		// reversal tells a dispute's reinstatement (money back to us)
-		// from its withdrawal: one dispute id, two movements of money.
-		reversal bool
-	}
-	index := make(map[key]int, len(recs))
+	// The transactions are found by id, then among those of one id (most
+	// ids have one) by provider, kind and reversal, which tells a
+	// dispute's reinstatement (money back to us) from its withdrawal: one
+	// dispute id, two movements of money. A map keyed by the id alone
+	// hashes one string where a key of all four hashed three.
+	index := make(map[string]int32, len(recs)) // the first transaction of each id
 	txs := make([]reconcile.Transaction, 0, len(recs))
+	next := make([]int32, 0, len(recs)) // the next of the same id, or -1
+	reversal := make([]bool, 0, len(recs))
+	find := func(provider string, kind reconcile.Kind, id string, rev bool) (int, bool) {
+		j, ok := index[id]
+		for ok && j >= 0 {
+			if t := &txs[j]; t.Provider == provider && t.Kind == kind && reversal[j] == rev {
+				return int(j), true
+			}
+			j = next[j]
+		}
+		return 0, false
+	}
 	for _, r := range recs {
 		id := r.TxID
 		if id == "" && r.PaymentIntent != "" {
@@ -286,23 +295,28 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 			// so that the name does not depend on which other records are
 			// matched with it.
 			id = r.URI + ":" + strconv.Itoa(r.Line)
-			if _, dup := index[key{provider: r.Provider, kind: r.Kind, id: id}]; dup {
+			if _, dup := find(r.Provider, r.Kind, id, false); dup {
 				base := id + "#" + recordHash(r)
 				id = base
 				for n := 2; ; n++ {
-					if _, dup := index[key{provider: r.Provider, kind: r.Kind, id: id}]; !dup {
+					if _, dup := find(r.Provider, r.Kind, id, false); !dup {
 						break
 					}
 					id = base + "." + strconv.Itoa(n)
 				}
 			}
 		}
-		k := key{r.Provider, r.Kind, id, r.Kind == reconcile.KindDispute && r.Amount.Minor > 0}
-		i, ok := index[k]
+		rev := r.Kind == reconcile.KindDispute && r.Amount.Minor > 0
+		i, ok := find(r.Provider, r.Kind, id, rev)
 		if !ok {
-			index[k] = len(txs)
+			i = len(txs)
+			first, had := index[id]
+			if !had {
+				first = -1
+			}
+			index[id] = int32(i)
+			next, reversal = append(next, first), append(reversal, rev)
 			txs = append(txs, reconcile.Transaction{Provider: r.Provider, ID: id, Kind: r.Kind, Amount: r.Amount, Time: r.Time, Pending: true})
-			i = len(txs) - 1
 		}
 		merge(&txs[i], r)
 	}

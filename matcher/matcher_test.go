@@ -73,6 +73,9 @@ func TestClassification(t *testing.T) {
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_a", reconcile.KindCharge, 1000, ""),
 				ev("ch_a", reconcile.KindCharge, 1000, "stripe-node-retry-1f3c")},
 			[]string{"confirmed r:charge:0 [ch_a] exp 1000 obs 1000 {}"}, 0},
+		{"a fee under the charge's id is a transaction of its own, not a second amount of the charge", []Effect{charge("r:charge:0", 1000)},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_a", reconcile.KindFee, -30, "r:charge:0")},
+			[]string{"confirmed r:charge:0 [ch_a] exp 1000 obs 1000 {}"}, 0},
 		{"two transactions are a duplicate: keep the earliest, compensate the other", []Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0"), func() reconcile.Evidence {
 				e := ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0")
