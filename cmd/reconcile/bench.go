@@ -506,9 +506,9 @@ func busyOf(stat string) time.Duration {
 }
 
 // settle leaves the machine as a night finds it: the files written out,
-// and on PostgreSQL the effects vacuumed and analyzed, as autovacuum does
-// in the hours after an application writes them (it may be off on a test
-// server), and a checkpoint made, which a role without the right to make
+// and on PostgreSQL the ledger's tables vacuumed and analyzed, as
+// autovacuum does in the hours after the application writes its effects
+// and a run its records (it may be off on a test server), and a checkpoint made, which a role without the right to make
 // one (pg_checkpoint) leaves to the server. It returns what it did.
 func settle(ctx context.Context, loc ledgerdb.Location) (string, error) {
 	syscall.Sync()
@@ -524,11 +524,16 @@ func settle(ctx context.Context, loc ledgerdb.Location) (string, error) {
 		return "", err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) effect, effect_new"); err != nil {
-		return "", fmt.Errorf("vacuum the effects: %w", err)
+	var tables string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(format('%I.%I', schemaname, relname), ', ')
+FROM pg_stat_user_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+tables); err != nil {
+		return "", fmt.Errorf("vacuum the ledger: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
-		return fmt.Sprintf("the files written out and the effects vacuumed (no checkpoint: %v)", err), nil
+		return fmt.Sprintf("the files written out and the ledger vacuumed (no checkpoint: %v)", err), nil
 	}
-	return "the files written out, the effects vacuumed and a checkpoint made", nil
+	return "the files written out, the ledger vacuumed and a checkpoint made", nil
 }
