@@ -43,7 +43,9 @@ func (a *app) benchCommand() *cobra.Command {
 report about it (and a webhook dump that describes a third of its transactions again) with duplicates (1%), missing (1%), mismatched (0.5%), unexpected (0.5%) and
 pending (0.5%) effects, refunds, refunds of our charges that a person made in the dashboard (2% of
 confirmed charges, which are not unexpected), fees and reissued lines; loads the effects into the ledger (which
-must be empty); then runs the reconciliation end to end (ingest, persist, match, record, result)
+must be empty); leaves it as a night finds it (the files written out; on PostgreSQL every table of
+the ledger vacuumed and analyzed, as autovacuum would have, and a checkpoint made); then runs the
+reconciliation end to end (ingest, persist, match, record, result)
 and prints the time of each phase, the rows per second and the process's peak memory. It checks
 that the run found the classes the world was built with.
 
