@@ -46,16 +46,20 @@ func TestEveryConnectionTakesTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 		var (
-			busy, fk int
-			mode     string
+			busy, fk, cache, checkpoint int
+			mode                        string
 		)
-		for q, v := range map[string]any{`PRAGMA busy_timeout`: &busy, `PRAGMA foreign_keys`: &fk, `PRAGMA journal_mode`: &mode} {
+		for q, v := range map[string]any{`PRAGMA busy_timeout`: &busy, `PRAGMA foreign_keys`: &fk, `PRAGMA journal_mode`: &mode,
+			`PRAGMA cache_size`: &cache, `PRAGMA wal_autocheckpoint`: &checkpoint} {
 			if err := c.QueryRowContext(ctx, q).Scan(v); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if busy != int(BusyTimeout.Milliseconds()) || fk != 1 || mode != "wal" {
 			t.Errorf("connection %d: busy_timeout %d, foreign_keys %d, journal_mode %s; want %d, 1, wal", i, busy, fk, mode, BusyTimeout.Milliseconds())
+		}
+		if cache != -cacheKiB || checkpoint != checkpointPages {
+			t.Errorf("connection %d: cache_size %d, wal_autocheckpoint %d; want %d and %d", i, cache, checkpoint, -cacheKiB, checkpointPages)
 		}
 		tx, err := s.begin(ctx, c)
 		if err != nil {
