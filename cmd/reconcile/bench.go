@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"reconcile"
@@ -510,26 +509,26 @@ func busyOf(stat string) time.Duration {
 // settle leaves the machine as a night finds it: the files written out,
 // and on PostgreSQL the ledger's tables vacuumed and analyzed, as
 // autovacuum does in the hours after the application writes its effects
-// and a run its records (it may be off on a test server), and a checkpoint made, which a role without the right to make
-// one (pg_checkpoint) leaves to the server. It returns what it did.
+// and a run its records (it may be off on a test server), and a
+// checkpoint made, which a role without the right to make one
+// (pg_checkpoint) leaves to the server. It returns what it did.
 func settle(ctx context.Context, loc ledgerdb.Location) (string, error) {
 	syscall.Sync()
 	if loc.Driver != ledgerdb.Postgres {
 		return "the files written out", nil
 	}
-	cfg, err := pgx.ParseConfig(loc.DSN)
-	if err != nil {
-		return "", errors.New("bad PostgreSQL URL") // pgx's error may quote the password
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := connectPostgres(ctx, loc.DSN)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close(context.Background())
 	var tables string
-	if err := conn.QueryRow(ctx, `SELECT string_agg(format('%I.%I', schemaname, relname), ', ')
+	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(format('%I.%I', schemaname, relname), ', '), '')
 FROM pg_stat_user_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil {
 		return "", err
+	}
+	if tables == "" {
+		return "", errors.New("settle the ledger: no table in its schema")
 	}
 	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+tables); err != nil {
 		return "", fmt.Errorf("vacuum the ledger: %w", err)

@@ -68,11 +68,7 @@ func (r *narrowRows) Err() error             { return nil }
 // into a LOGGED one, in a schema of its own that it drops; and a read of
 // the effects table, streamed and counted.
 func anchorPostgres(ctx context.Context, dsn string, n int) (unlogged, logged, read time.Duration, effects int, err error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return 0, 0, 0, 0, errors.New("bad PostgreSQL URL") // pgx's error may quote the password
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := connectPostgres(ctx, dsn)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}
@@ -125,6 +121,16 @@ func anchorPostgres(ctx context.Context, dsn string, n int) (unlogged, logged, r
 		return 0, 0, 0, 0, err
 	}
 	return unlogged, logged, time.Since(t), effects, nil
+}
+
+// connectPostgres opens a connection of the bench's own to the ledger's
+// server.
+func connectPostgres(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, errors.New("bad PostgreSQL URL") // pgx's error may quote the password
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 // anchorSQLite measures SQLite's floor: n narrow rows inserted in one
