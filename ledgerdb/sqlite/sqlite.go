@@ -74,8 +74,8 @@ func (s *Store) SerialBuilds() {}
 // pages the WAL takes before a commit copies them into the ledger file.
 // SQLite's defaults (2 MiB, 1,000 pages) made a 1M first night spill its
 // large transactions' pages to the WAL before they committed, read the
-// pages of its indexes again and again, and checkpoint every 4 MB: 5.7 s
-// of its processor time in reads and writes of the file. Alternating 1M
+// pages of its indexes again and again, and checkpoint every 4 MB: 5.65 s
+// of its processor time in system calls inside SQLite. Alternating 1M
 // runs: 24.1 and 24.2 s against 26.0 and 27.8 s, the run's peak 0.90 GB
 // against 0.73 and 0.79 GB (docs/PERFORMANCE.md).
 const cacheKiB, checkpointPages = 16 << 10, 10_000
