@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"time"
 
 	"reconcile"
@@ -73,9 +72,10 @@ func (j *Job) distribute(ctx context.Context, p *ledgerdb.MatchParams, m *partit
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, err
 		}
-		m.kept = append(m.kept, r.Kept...)
-		maps.Copy(m.created, r.Created)
-		maps.Copy(m.since, r.Since)
+		for i := range r.Kept {
+			d := &r.Kept[i]
+			m.kept.add(d, r.Created[d.EffectKey], r.Since[d.EffectKey])
+		}
 		m.confirmed += r.Confirmed
 		m.outOfScope += r.OutOfScope
 		m.matching += r.Matching
@@ -114,7 +114,7 @@ func (j *Job) matchPartition(input []byte, part *ledgerdb.Partition) ([]ledgerdb
 		return nil, nil, err
 	}
 	m := &partitionMatch{in: matcher.Input{Cutoff: in.Cutoff, Scope: map[matcher.Coverage]bool{}, EscalateUnexpected: in.EscalateUnexpected},
-		created: map[string]time.Time{}, since: map[string]time.Time{}, log: j.log(), now: j.now}
+		log: j.log(), now: j.now}
 	for _, c := range in.Scope {
 		m.in.Scope[c] = true
 	}
@@ -123,7 +123,8 @@ func (j *Job) matchPartition(input []byte, part *ledgerdb.Partition) ([]ledgerdb
 		return nil, nil, err
 	}
 	crash("worker:matched") // matched, nothing recorded
-	r := &partitionResult{Kept: m.kept, Created: m.created, Since: m.since, Confirmed: m.confirmed,
+	kept, created, since := m.kept.all()
+	r := &partitionResult{Kept: kept, Created: times(kept, created), Since: times(kept, since), Confirmed: m.confirmed,
 		OutOfScope: m.outOfScope, Volumes: m.volumes(), Matching: m.matching}
 	for n := range m.unlinked {
 		r.Unlinked = append(r.Unlinked, n)

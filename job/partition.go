@@ -21,22 +21,24 @@ import (
 // forgotten; the other findings (a few percent) are kept for the actions
 // and the result.
 type partitionMatch struct {
-	in         matcher.Input // the cutoffs, scope and paging thresholds
-	log        *slog.Logger
-	linked     func()           // called when the first partition comes: the ledger has linked the evidence
-	now        func() time.Time // the run's clock
-	first      sync.Once        // of linked
-	done       atomic.Int64     // partitions matched, for the progress line
-	count      atomic.Int64
-	mu         sync.Mutex // over what the partitions add to, below
-	kept       []reconcile.Discrepancy
-	unlinked   map[txName]bool      // the kept unexpected transactions that link to no effect in scope
-	created    map[string]time.Time // when each kept finding's effect was created
-	since      map[string]time.Time // when an earlier run first found a kept finding's effect in the class it has now
-	confirmed  int
-	volume     map[volumeKey]*report.Volume // confirmed money per provider, currency and kind
-	outOfScope int
-	matching   time.Duration // spent classifying, as opposed to reading and recording
+	in       matcher.Input // the cutoffs, scope and paging thresholds
+	log      *slog.Logger
+	linked   func()           // called when the first partition comes: the ledger has linked the evidence
+	now      func() time.Time // the run's clock
+	first    sync.Once        // of linked
+	done     atomic.Int64     // partitions matched, for the progress line
+	count    atomic.Int64
+	mu       sync.Mutex // over what the partitions add to, below
+	kept     keptFindings
+	unlinked map[txName]bool // the kept unexpected transactions that link to no effect in scope
+	reported map[txName]bool // of those, the ones earlier evidence holds: sorted drops them
+	// Once sorted: when each kept finding's effect was created, and when
+	// an earlier run first found it in the class it has now.
+	created, since map[string]time.Time
+	confirmed      int
+	volume         map[volumeKey]*report.Volume // confirmed money per provider, currency and kind
+	outOfScope     int
+	matching       time.Duration // spent classifying, as opposed to reading and recording
 }
 
 // match classifies one partition and returns the confirmations to record:
@@ -95,14 +97,15 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 			confs = append(confs, c)
 			continue
 		}
+		var created, since time.Time
 		if isEffect {
 			e := &part.Effects[j]
-			m.created[d.EffectKey] = e.CreatedAt
-			if e.State == d.Class && !e.Since.IsZero() {
-				m.since[d.EffectKey] = e.Since
+			created = e.CreatedAt
+			if e.State == d.Class {
+				since = e.Since
 			}
 		}
-		m.kept = append(m.kept, *d)
+		m.kept.add(d, created, since)
 	}
 	m.done.Add(1)
 	return confs, nil
@@ -112,7 +115,15 @@ func (m *partitionMatch) match(part *ledgerdb.Partition) ([]ledgerdb.Confirmatio
 // of the data gives them: effects by key, then unexpected transactions by
 // provider, id and kind.
 func (m *partitionMatch) sorted() []reconcile.Discrepancy {
-	slices.SortFunc(m.kept, func(a, b reconcile.Discrepancy) int {
+	kept, created, since := m.kept.all()
+	m.kept = keptFindings{}
+	m.created, m.since = times(kept, created), times(kept, since)
+	if len(m.reported) > 0 {
+		kept = slices.DeleteFunc(kept, func(d reconcile.Discrepancy) bool {
+			return d.Class == reconcile.ClassUnexpected && m.reported[nameOf(&d.Transactions[0])]
+		})
+	}
+	slices.SortFunc(kept, func(a, b reconcile.Discrepancy) int {
 		if (a.EffectKey == "") != (b.EffectKey == "") {
 			if a.EffectKey == "" {
 				return 1
@@ -125,9 +136,19 @@ func (m *partitionMatch) sorted() []reconcile.Discrepancy {
 		x, y := &a.Transactions[0], &b.Transactions[0]
 		return cmp.Or(strings.Compare(x.Provider, y.Provider), strings.Compare(x.ID, y.ID), strings.Compare(string(x.Kind), string(y.Kind)))
 	})
-	kept := m.kept
-	m.kept = nil
 	return kept
+}
+
+// times maps the key of each finding of an effect to its time in ts, if
+// it has one.
+func times(ds []reconcile.Discrepancy, ts []time.Time) map[string]time.Time {
+	out := map[string]time.Time{}
+	for i := range ds {
+		if ds[i].EffectKey != "" && !ts[i].IsZero() {
+			out[ds[i].EffectKey] = ts[i]
+		}
+	}
+	return out
 }
 
 // txName names a provider's transaction by its id.
@@ -135,11 +156,11 @@ type txName struct{ Provider, ID string }
 
 func nameOf(tx *reconcile.Transaction) txName { return txName{tx.Provider, tx.ID} }
 
-// dropReported drops the kept unexpected transactions that link to no
-// effect in scope and that evidence outside the run's sources holds: the
-// run that read that evidence reported them, and a person may have
-// decided on them since. A file that repeats yesterday's line is no new
-// unexpected money.
+// dropReported notes, for sorted to drop, the kept unexpected
+// transactions that link to no effect in scope and that evidence outside
+// the run's sources holds: the run that read that evidence reported them,
+// and a person may have decided on them since. A file that repeats
+// yesterday's line is no new unexpected money.
 func (m *partitionMatch) dropReported(ctx context.Context, store ledgerdb.Store, sources []int64) error {
 	if len(m.unlinked) == 0 {
 		return nil
@@ -153,17 +174,12 @@ func (m *partitionMatch) dropReported(ctx context.Context, store ledgerdb.Store,
 	if err != nil {
 		return err
 	}
-	reported := map[txName]bool{}
+	m.reported = map[txName]bool{}
 	for i := range earlier {
-		reported[txName{earlier[i].Provider, earlier[i].TxID}] = true
-	}
-	m.kept = slices.DeleteFunc(m.kept, func(d reconcile.Discrepancy) bool {
-		if d.Class != reconcile.ClassUnexpected {
-			return false
+		if n := (txName{earlier[i].Provider, earlier[i].TxID}); m.unlinked[n] {
+			m.reported[n] = true
 		}
-		n := nameOf(&d.Transactions[0])
-		return m.unlinked[n] && reported[n]
-	})
+	}
 	return nil
 }
 

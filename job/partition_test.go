@@ -334,7 +334,10 @@ func (w *ledgerWorld) checkPartitioned(t *testing.T, store ledgerdb.Store, size 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pm := &partitionMatch{kept: got, unlinked: unlinked}
+	pm := &partitionMatch{unlinked: unlinked}
+	for i := range got {
+		pm.kept.add(&got[i], time.Time{}, time.Time{})
+	}
 	if err := pm.dropReported(ctx, store, []int64{run}); err != nil {
 		t.Fatal(err)
 	}

@@ -49,8 +49,8 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	scope, cutoff := matcher.Window(ends, p.AsOf, p.Lag)
 	res.AsOf = coverageEnd(p.AsOf, cutoff, p.Lag)
 	done := j.phase("link")
-	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: p.PageUnexpected, Terse: true}, created: map[string]time.Time{},
-		since: map[string]time.Time{}, log: j.log(), now: j.now, linked: func() { done(); done = j.phase("partitions") }}
+	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: p.PageUnexpected, Terse: true},
+		log: j.log(), now: j.now, linked: func() { done(); done = j.phase("partitions") }}
 	stopMatch := j.progress(func() string { return fmt.Sprintf("matching: partition %d of %d", m.done.Load(), m.count.Load()) })
 	// Inputs read again are earlier evidence: what they hold was seen,
 	// reported and perhaps resolved by a person already.
