@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ type matching struct {
 	open    []string
 	// loose are the run's records that a later night finds by key alone
 	// (migration 022), as the partitions showed them.
-	loose []driver.NamedRecord
+	loose driver.NamedRecords
 	scan  []int64 // the run's sources read from the ledger, not kept
 	// scopeRead, when set, is called once the effects in scope are read.
 	scopeRead func()
@@ -118,7 +119,7 @@ func (r *read) settle() {
 	}
 	for i := range effects {
 		if !confirmed[i] && effects[i].State == "" {
-			r.open = append(r.open, effects[i].Key)
+			r.open = append(r.open, strings.Clone(effects[i].Key)) // not the whole row it was read from
 		}
 	}
 }
@@ -213,10 +214,12 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 				return err
 			})
 			m.open = append(m.open, r.open...)
-			m.loose = append(m.loose, r.loose...)
+			for _, x := range r.loose {
+				m.loose.Add(x)
+			}
 			for _, x := range r.maybe {
 				if r.given[x.Key] != x.id {
-					m.loose = append(m.loose, x.NamedRecord)
+					m.loose.Add(x.NamedRecord)
 				}
 			}
 			return err
@@ -224,7 +227,10 @@ func (m *matching) run(ctx context.Context, s *Store, match func(*ledgerdb.Parti
 	if err != nil {
 		return nil, err
 	}
-	loose := append(m.loose, m.spill.Unlinked...)
+	for x := range m.spill.Unlinked.All() {
+		m.loose.Add(x)
+	}
+	loose := &m.loose
 	sortOwn := func(db beginner) error {
 		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return m.sortOwn(ctx, tx, loose) })
 	}
@@ -270,9 +276,9 @@ type beginner interface {
 // ledger (scan), whose records of kinds that do not link no partition
 // held, and every source when a loose record has no transaction to look it
 // up by, are read whole.
-func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx, loose []driver.NamedRecord) error {
+func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx, loose *driver.NamedRecords) error {
 	scan := m.scan
-	for _, l := range loose {
+	for l := range loose.All() {
 		if l.TxID == "" {
 			scan = m.p.Sources
 			break
@@ -281,8 +287,10 @@ func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx, loose []driver.NamedR
 	if _, err := tx.Exec(ctx, matchLooseSetup); err != nil {
 		return err
 	}
-	if err := copyRows(ctx, tx, "m_loose", "uri, line, tx_id, effect_key", len(loose), func(b copyRow, i int) copyRow {
-		l := &loose[i]
+	next, stop := iter.Pull(loose.All())
+	defer stop()
+	if err := copyRows(ctx, tx, "m_loose", "uri, line, tx_id, effect_key", loose.Len(), func(b copyRow, _ int) copyRow {
+		l, _ := next()
 		return b.fields(4).text(l.URI).int4(l.Line).text(l.TxID).text(l.Key)
 	}); err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -291,7 +290,7 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		switch {
 		case !links[e.Kind]:
 			if e.EffectKey != "" || e.ParentEffectKey != "" || e.ParentTxID != "" {
-				s.Unlinked = append(s.Unlinked, NamedRecord{URI: kw.uri, Line: e.Line, TxID: strings.Clone(e.TxID), Key: strings.Clone(e.EffectKey)})
+				s.Unlinked.Add(NamedRecord{URI: kw.uri, Line: e.Line, TxID: e.TxID, Key: e.EffectKey})
 			}
 			if inPlace {
 				err = s.addLength(len(kw.buf), true)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,4 +248,37 @@ func TestAPartitionsRowsOutliveItAlone(t *testing.T) {
 		t.Errorf("two strings of a partition hold %d bytes after it is gone; want the row's few hundred", held)
 	}
 	runtime.KeepAlive(kept)
+}
+
+// TestNamedRecordsComeBackAsAdded: a list of named records, held in one
+// buffer, gives each back as added, in order, sources and all.
+func TestNamedRecordsComeBackAsAdded(t *testing.T) {
+	var want []NamedRecord
+	var l NamedRecords
+	for i := range 1000 {
+		r := NamedRecord{URI: fmt.Sprintf("s3://bucket/night-%d.csv", i%3), Line: i * 7919 % 100003, TxID: fmt.Sprintf("ch_%d", i*31)}
+		if i%4 != 0 {
+			r.Key = strings.Repeat("k", i%300) // longer than a one-byte length
+		}
+		if i%5 == 0 {
+			r.TxID = ""
+		}
+		want = append(want, r)
+		l.Add(r)
+	}
+	if l.Len() != len(want) {
+		t.Fatalf("Len %d, %d added", l.Len(), len(want))
+	}
+	var got []NamedRecord
+	for r := range l.All() {
+		r.URI, r.TxID, r.Key = strings.Clone(r.URI), strings.Clone(r.TxID), strings.Clone(r.Key)
+		got = append(got, r)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("came back as\n%v\nnot\n%v", got, want)
+	}
+	var none NamedRecords
+	for r := range none.All() {
+		t.Fatalf("an empty list gave %v", r)
+	}
 }
