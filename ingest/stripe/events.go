@@ -72,7 +72,7 @@ func ParseEvents(ctx context.Context, r io.Reader, opt EventsOptions, sink recon
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return fmt.Errorf("line 1: %w", err)
 	}
-	p := &eventParser{sink: sink, seen: map[string]int{}, currencies: map[string]string{}, testMode: opt.TestMode}
+	p := &eventParser{sink: sink, seen: newSeenIDs(), currencies: map[string]string{}, testMode: opt.TestMode}
 	start := bytes.TrimLeft(head, " \t\r\n")
 	if len(start) == 0 {
 		if len(head) < br.Size() {
@@ -258,7 +258,7 @@ func (c *lineCounter) lineAt(off int64) int {
 // event ids it has seen so that a redelivered event counts once.
 type eventParser struct {
 	sink       reconcile.RowSink
-	seen       map[string]int    // event id → line first seen
+	seen       *seenIDs          // event id → line first seen
 	currencies map[string]string // currency as written → its code, for those that passed
 	testMode   bool              // read test-mode events, not live ones
 	// cut says that the JSON Lines line being read ends the input without
@@ -312,11 +312,10 @@ func (p *eventParser) outcome(line int, raw string) ([]*reconcile.Evidence, stri
 		}
 		return nil, "test-mode event (livemode false); this run reads live events (--livemode=false reads test mode)", nil
 	}
-	if first, ok := p.seen[ev.ID]; ok {
+	if first, ok := p.seen.line(ev.ID); ok {
 		return nil, fmt.Sprintf("duplicate of event %s (line %d)", ev.ID, first), nil
 	}
-	// A copy, as the id may be a substring of the whole event's text.
-	p.seen[strings.Clone(ev.ID)] = line
+	p.seen.add(ev.ID, line)
 	switch {
 	case !ev.Created.set:
 		return nil, "", reject("event %s has no created time", ev.ID)
