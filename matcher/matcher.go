@@ -6,9 +6,11 @@ package matcher
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -161,9 +163,32 @@ func (r *Result) Count(c reconcile.Class) int {
 // Match classifies in.Effects against in.Evidence.
 func Match(in *Input) *Result {
 	txs := Transactions(in.Evidence)
+	// The effects by key, sorted as positions with the first eight bytes
+	// of their keys past the prefix they all share, which decide most
+	// comparisons without reading the keys; then each effect is moved
+	// once. Sorted themselves (150 bytes each), by their keys, they took
+	// 14% of the matching's time.
+	skip := sharedPrefix(in.Effects)
+	type keyOrder struct {
+		prefix uint64
+		i      int32
+	}
+	order := make([]keyOrder, len(in.Effects))
+	for i := range in.Effects {
+		var prefix [8]byte
+		copy(prefix[:], in.Effects[i].Key[skip:])
+		order[i] = keyOrder{binary.BigEndian.Uint64(prefix[:]), int32(i)}
+	}
+	slices.SortFunc(order, func(a, b keyOrder) int {
+		if a.prefix != b.prefix { // bytes of the keys as strings.Compare reads them, or none: then the keys decide
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return strings.Compare(in.Effects[a.i].Key, in.Effects[b.i].Key)
+	})
 	effects := make([]Effect, len(in.Effects))
-	copy(effects, in.Effects)
-	sort.Slice(effects, func(i, j int) bool { return effects[i].Key < effects[j].Key })
+	for i, o := range order {
+		effects[i] = in.Effects[o.i]
+	}
 
 	byKey := make(map[string]int, len(effects))
 	byExternal := make(map[externalID]int, len(effects))
@@ -249,6 +274,24 @@ func Match(in *Input) *Result {
 		res.Discrepancies = append(res.Discrepancies, unexpectedMoney(tx, in.EscalateUnexpected))
 	}
 	return res
+}
+
+// sharedPrefix is how many bytes every effect's key begins with alike.
+func sharedPrefix(effects []Effect) int {
+	if len(effects) == 0 {
+		return 0
+	}
+	n := len(effects[0].Key)
+	for i := 1; i < len(effects) && n > 0; i++ {
+		k := effects[i].Key
+		n = min(n, len(k))
+		for j := 0; j < n; j++ {
+			if k[j] != effects[0].Key[j] {
+				n = j
+			}
+		}
+	}
+	return n
 }
 
 // linkKinds are the kinds of transaction that link to effects.
