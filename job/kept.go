@@ -26,8 +26,6 @@ type keptEnd struct{ block, end int32 }
 // of its own.
 const keptBlock = 1 << 20
 
-func (k *keptFindings) len() int { return len(k.ends) }
-
 // add encodes d, with when its effect was created and first found in its
 // class (zero for none), after the findings added before it.
 func (k *keptFindings) add(d *reconcile.Discrepancy, created, since time.Time) {
@@ -67,7 +65,7 @@ func (k *keptFindings) all() (ds []reconcile.Discrepancy, created, since []time.
 }
 
 // appendFinding appends d, field by field: numbers as varints, text and
-// lists by their length (a list's plus one, zero for none), times as
+// lists after their length (a list's plus one, zero for none), times as
 // appendTime writes them.
 func appendFinding(b []byte, d *reconcile.Discrepancy) []byte {
 	b = appendStr(b, string(d.Class), d.EffectKey, d.Provider, d.Currency)
@@ -96,7 +94,7 @@ func appendTxs(b []byte, txs []reconcile.Transaction) []byte {
 		b = appendLen(b, t.EffectKeys == nil, len(t.EffectKeys))
 		b = appendStr(b, t.EffectKeys...)
 		b = appendStr(b, t.ParentKey, t.PaymentIntent, t.ParentTxID, t.Conflict)
-		b = binary.AppendUvarint(b, uint64(t.Records))
+		b = binary.AppendVarint(b, int64(t.Records))
 		b = append(b, flags(t.Pending, t.Failed, t.Corroborated))
 	}
 	return b
@@ -104,7 +102,7 @@ func appendTxs(b []byte, txs []reconcile.Transaction) []byte {
 
 func appendStr(b []byte, ss ...string) []byte {
 	for _, s := range ss {
-		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = binary.AppendVarint(b, int64(len(s)))
 		b = append(b, s...)
 	}
 	return b
@@ -114,7 +112,7 @@ func appendLen(b []byte, none bool, n int) []byte {
 	if none {
 		return append(b, 0)
 	}
-	return binary.AppendUvarint(b, uint64(n)+1)
+	return binary.AppendVarint(b, int64(n)+1)
 }
 
 // appendTime writes a zero time as 0, a time in UTC as 1 and its Unix
@@ -125,7 +123,7 @@ func appendTime(b []byte, t time.Time) []byte {
 		return append(b, 0)
 	case t.Location() == time.UTC:
 		b = binary.AppendVarint(append(b, 1), t.Unix())
-		return binary.AppendUvarint(b, uint64(t.Nanosecond()))
+		return binary.AppendVarint(b, int64(t.Nanosecond()))
 	}
 	m, _ := t.MarshalBinary() // fails only for a zone offset that is not whole minutes, which no time here has
 	return appendStr(append(b, 2), string(m))
@@ -184,7 +182,7 @@ func (r *findingReader) txs() []reconcile.Transaction {
 			}
 		}
 		t.ParentKey, t.PaymentIntent, t.ParentTxID, t.Conflict = r.str(), r.str(), r.str(), r.str()
-		t.Records = int(r.uvarint())
+		t.Records = int(r.varint())
 		f := r.byte()
 		t.Pending, t.Failed, t.Corroborated = f&1 != 0, f&2 != 0, f&4 != 0
 	}
@@ -195,7 +193,7 @@ func (r *findingReader) time() time.Time {
 	switch r.byte() {
 	case 1:
 		sec := r.varint()
-		return time.Unix(sec, int64(r.uvarint())).UTC()
+		return time.Unix(sec, r.varint()).UTC()
 	case 2:
 		var t time.Time
 		if err := t.UnmarshalBinary([]byte(r.str())); err != nil && r.err == nil {
@@ -208,8 +206,8 @@ func (r *findingReader) time() time.Time {
 
 // len reads a list's length; ok is false for no list at all.
 func (r *findingReader) len() (int, bool) {
-	n := r.uvarint()
-	if n == 0 || n-1 > uint64(len(r.b)) { // each element takes a byte at least
+	n := r.varint()
+	if n <= 0 || n-1 > int64(len(r.b)) { // each element takes a byte at least
 		if n != 0 {
 			r.fail()
 		}
@@ -219,8 +217,8 @@ func (r *findingReader) len() (int, bool) {
 }
 
 func (r *findingReader) str() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
+	n := r.varint()
+	if n < 0 || n > int64(len(r.b)) {
 		r.fail()
 		return ""
 	}
@@ -231,16 +229,6 @@ func (r *findingReader) str() string {
 
 func (r *findingReader) varint() int64 {
 	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *findingReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.fail()
 		return 0

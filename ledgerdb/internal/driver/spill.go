@@ -85,7 +85,7 @@ func (l *NamedRecords) Add(r NamedRecord) {
 		u = len(l.uris)
 		l.uris = append(l.uris, r.URI)
 	}
-	l.b = binary.AppendUvarint(binary.AppendUvarint(l.b, uint64(u)), uint64(r.Line))
+	l.b = binary.AppendVarint(binary.AppendVarint(l.b, int64(u)), int64(r.Line))
 	l.b = appendString(appendString(l.b, r.TxID), r.Key)
 	l.n++
 }
@@ -99,9 +99,9 @@ func (l *NamedRecords) All() iter.Seq[NamedRecord] {
 	return func(yield func(NamedRecord) bool) {
 		d := decoder{b: l.b, views: true}
 		for len(d.b) > 0 {
-			u, line := d.uvarint(), d.uvarint()
+			u, line := d.varint(), d.varint()
 			r := NamedRecord{TxID: d.string(), Key: d.string(), Line: int(line)}
-			if d.err != nil || u >= uint64(len(l.uris)) {
+			if d.err != nil || u < 0 || u >= int64(len(l.uris)) {
 				panic("named records do not decode") // what Add wrote: a bug
 			}
 			r.URI = l.uris[u]
@@ -612,16 +612,6 @@ func (d *decoder) byte() byte {
 
 func (d *decoder) varint() int64 {
 	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errShort
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
 		d.err = errShort
 		return 0
