@@ -2,7 +2,6 @@ package matcher
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -338,9 +337,7 @@ func Transactions(evidence []reconcile.Evidence) []reconcile.Transaction {
 	}
 	keys := make([]sortKey, len(txs))
 	for i := range txs {
-		var prefix [8]byte
-		copy(prefix[:], txs[i].ID)
-		keys[i] = sortKey{rank[txs[i].Provider], binary.BigEndian.Uint64(prefix[:]), int32(i)}
+		keys[i] = sortKey{rank[txs[i].Provider], prefix8(txs[i].ID), int32(i)}
 	}
 	slices.SortFunc(keys, func(a, b sortKey) int {
 		if a.provider != b.provider {

@@ -166,7 +166,7 @@ func Match(in *Input) *Result {
 	// The effects by key, sorted as positions with the first eight bytes
 	// of their keys past the prefix they all share, which decide most
 	// comparisons without reading the keys; then each effect is moved
-	// once. Sorted themselves (150 bytes each), by their keys, they took
+	// once. Sorted themselves (136 bytes each), by their keys, they took
 	// 14% of the matching's time.
 	skip := sharedPrefix(in.Effects)
 	type keyOrder struct {
@@ -175,9 +175,7 @@ func Match(in *Input) *Result {
 	}
 	order := make([]keyOrder, len(in.Effects))
 	for i := range in.Effects {
-		var prefix [8]byte
-		copy(prefix[:], in.Effects[i].Key[skip:])
-		order[i] = keyOrder{binary.BigEndian.Uint64(prefix[:]), int32(i)}
+		order[i] = keyOrder{prefix8(in.Effects[i].Key[skip:]), int32(i)}
 	}
 	slices.SortFunc(order, func(a, b keyOrder) int {
 		if a.prefix != b.prefix { // bytes of the keys as strings.Compare reads them, or none: then the keys decide
@@ -274,6 +272,15 @@ func Match(in *Input) *Result {
 		res.Discrepancies = append(res.Discrepancies, unexpectedMoney(tx, in.EscalateUnexpected))
 	}
 	return res
+}
+
+// prefix8 is the first eight bytes of s (zeros past its end) as a number
+// that orders as strings.Compare orders them: a sort compares these first
+// and reads the strings only when they are equal.
+func prefix8(s string) uint64 {
+	var b [8]byte
+	copy(b[:], s)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // sharedPrefix is how many bytes every effect's key begins with alike.

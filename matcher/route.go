@@ -1,7 +1,6 @@
 package matcher
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 	"runtime"
@@ -80,9 +79,7 @@ func (r *Router) AddEffect(key string) uint32 {
 	if r.effects != len(r.parent) {
 		panic("matcher: an effect added after a record")
 	}
-	var prefix [8]byte
-	copy(prefix[:], key)
-	r.ranks = append(r.ranks, binary.BigEndian.Uint64(prefix[:]))
+	r.ranks = append(r.ranks, prefix8(key))
 	r.effects++
 	return r.node()
 }

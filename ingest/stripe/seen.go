@@ -3,12 +3,13 @@ package stripe
 import "hash/maphash"
 
 // seenIDs remembers the event ids a dump holds, each with the line it
-// was first seen on. A map of the ids as strings was most of a 10M
-// night's live heap while the run read its dump (3.4M ids, 270 MB), and
-// the collector went through it at every cycle; here the ids lie one
-// after another in one buffer, found by their hash in a map of numbers,
-// none of which the collector looks inside. Exact: an id whose hash
-// another id has is kept in a map of its own.
+// was first seen on. With a map of the ids as strings the live heap grew
+// to 288 MB while a 10M night's dump (1.28 GB) was read, and the
+// collector, going through it at every cycle, took 3.5 s (0.6 s with the
+// ids held here). Here the ids lie one after another in one buffer,
+// found by their hash in a map of numbers, none of which the collector
+// looks inside. Exact: an id whose hash another id has is kept in a map
+// of its own.
 type seenIDs struct {
 	hash  func(string) uint64
 	at    map[uint64]int32 // an id's hash → its place in ends and lines

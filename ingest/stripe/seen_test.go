@@ -1,7 +1,8 @@
 package stripe
 
 import (
-	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -19,24 +20,45 @@ func TestSeenIDsRemembersEachIDExactly(t *testing.T) {
 			if c.hash != nil {
 				s.hash = c.hash
 			}
-			for i := range 5000 {
-				id := fmt.Sprintf("evt_%d", i)
+			ids := stripeIDs("evt_", 5000)
+			line := map[string]int{}
+			for i, id := range ids {
 				if _, ok := s.line(id); ok {
 					t.Fatalf("%s found before it was added", id)
 				}
 				s.add(id, i+1)
+				line[id] = i + 1
 			}
-			for i := range 5000 {
-				id := fmt.Sprintf("evt_%d", i)
-				if line, ok := s.line(id); !ok || line != i+1 {
-					t.Fatalf("%s: line %d, %v; added at %d", id, line, ok, i+1)
+			for i, id := range ids {
+				if got, ok := s.line(id); !ok || got != i+1 {
+					t.Fatalf("%s: line %d, %v; added at %d", id, got, ok, i+1)
 				}
-				for _, other := range []string{id + "x", "x" + id, id[:len(id)-1] + "_"} {
-					if line, ok := s.line(other); ok && other != fmt.Sprintf("evt_%d", line-1) {
-						t.Fatalf("%s found at line %d, never added", other, line)
+				for _, other := range []string{id + "x", "x" + id, id[:len(id)-1], strings.ToLower(id)} {
+					if got, ok := s.line(other); ok && got != line[other] {
+						t.Fatalf("%s found at line %d, never added", other, got)
 					}
 				}
 			}
 		})
 	}
+}
+
+// stripeIDs makes n distinct ids as Stripe writes them: the prefix and 24
+// letters and digits (evt_1NG8Du2eZvKYlo2CUI79vXWy).
+func stripeIDs(prefix string, n int) []string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	r := rand.New(rand.NewPCG(4, 2))
+	seen := map[string]bool{}
+	var out []string
+	for len(out) < n {
+		b := []byte(prefix + "1")
+		for range 23 {
+			b = append(b, alphabet[r.IntN(len(alphabet))])
+		}
+		if id := string(b); !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }

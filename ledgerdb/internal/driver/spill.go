@@ -68,10 +68,10 @@ type NamedRecord struct {
 }
 
 // NamedRecords is a list of NamedRecord held in one buffer of bytes (and
-// the few URIs apart). Held as structs, the loose records of a 10M night
-// (830k) were a third of the run's live heap while its partitions ran,
-// each pinning the row its strings were read from, and the collector
-// went through them at every cycle; it does not look inside bytes.
+// the few URIs apart). Held as structs, the loose records each pinned the
+// row their strings were read from: at 1M, with the open keys, 13.5 MB of
+// the 34 MB live after the partitions, which the collector went through
+// at every cycle; it does not look inside bytes.
 type NamedRecords struct {
 	uris []string
 	b    []byte
