@@ -60,6 +60,11 @@ type Evidence struct {
 	// dump can invent. It is evidence, but it does not corroborate a
 	// transaction by itself; a settlement report line or a retrieval does.
 	Webhook bool
+	// SourceID and Seq say where the ledger holds the record (its source's
+	// id, its number there), when a run's matching has it from the run's
+	// own ingest; zero otherwise.
+	SourceID int64
+	Seq      int
 }
 
 // Rejected is an input row that could not become evidence. It is kept,

@@ -172,6 +172,15 @@ type evidenceWriter struct {
 var evidenceCopyCols = []string{"source_id", "seq", "line", "provider", "tx_id", "kind", "raw_kind", "amount_minor", "currency",
 	"fee_minor", "occurred_at", "pending", "failed", "effect_key", "parent_effect_key", "payment_intent", "parent_tx_id"}
 
+// evidence appends the row of e, the record seq of source, in the
+// columns evidenceCopyCols names.
+func (b copyRow) evidence(source int64, seq int, e *reconcile.Evidence) copyRow {
+	return b.fields(len(evidenceCopyCols)).int8(source).int4(seq).int4(e.Line).
+		text(e.Provider).text(e.TxID).text(string(e.Kind)).text(e.RawKind).int8(e.Amount.Minor).text(e.Amount.Currency).
+		int8(e.Fee).timestamptz(e.Time).bool(e.Pending).bool(e.Failed).
+		text(e.EffectKey).text(e.ParentEffectKey).text(e.PaymentIntent).text(e.ParentTxID)
+}
+
 // Evidence implements ledgerdb.SourceWriter.
 func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
 	w.seq++
@@ -181,11 +190,7 @@ func (w *evidenceWriter) Evidence(e *reconcile.Evidence) error {
 	if w.buf == nil {
 		w.buf = append(newChunk(), copyHeader...)
 	}
-	b := w.buf.fields(len(evidenceCopyCols)).int8(w.source).int4(w.seq).int4(e.Line).
-		text(e.Provider).text(e.TxID).text(string(e.Kind)).text(e.RawKind).int8(e.Amount.Minor).text(e.Amount.Currency).
-		int8(e.Fee).timestamptz(e.Time).bool(e.Pending).bool(e.Failed).
-		text(e.EffectKey).text(e.ParentEffectKey).text(e.PaymentIntent).text(e.ParentTxID)
-	w.buf = b
+	w.buf = w.buf.evidence(w.source, w.seq, e)
 	if err := w.details.Add(w.seq, e); err != nil {
 		return err
 	}

@@ -189,8 +189,9 @@ EXCEPT SELECT * FROM m_early`
 const (
 	matchSortEarlier = `SELECT sort_sources(ids) FROM (SELECT ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1)) ids) s
 WHERE cardinality(ids) > 0`
-	matchLooseSetup = `CREATE TEMP TABLE m_loose (uri text NOT NULL, line integer NOT NULL, tx_id text NOT NULL, effect_key text NOT NULL) ON COMMIT DROP`
-	matchSortOwn    = `WITH s AS (UPDATE source SET sorted = true WHERE id = ANY($1) AND NOT sorted RETURNING id, uri)
+	matchSortSources = `UPDATE source SET sorted = true WHERE id = ANY($1) AND NOT sorted RETURNING id`
+	matchLooseSetup  = `CREATE TEMP TABLE m_loose (uri text NOT NULL, line integer NOT NULL, tx_id text NOT NULL, effect_key text NOT NULL) ON COMMIT DROP`
+	matchSortOwn     = `WITH s AS (SELECT id, uri FROM source WHERE id = ANY($1))
 INSERT INTO evidence_loose SELECT v.* FROM m_loose p JOIN s ON s.uri = p.uri
   JOIN evidence v ON v.tx_id COLLATE "C" = p.tx_id AND v.tx_id <> '' AND v.source_id = s.id AND v.line = p.line AND v.effect_key = p.effect_key
 WHERE p.tx_id <> ''

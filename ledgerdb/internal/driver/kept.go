@@ -40,6 +40,7 @@ type Keeping struct {
 	details   *Details
 	tab       strtab
 	buf       []byte
+	seq       int // the rows given so far, records and rejected rows: the ledger numbers a record so
 	id        int64
 	err       error // the first write that failed
 	// Given by the run that takes the source: what its records say of it.
@@ -97,10 +98,12 @@ func (kw *Keeping) Over(w ledgerdb.SourceWriter) ledgerdb.SourceWriter {
 // A record that cannot be kept (the temporary folder full) fails nothing:
 // the source is then not kept, and its run reads it back.
 func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
+	kw.seq++
 	if kw.err == nil {
 		r := *e
 		r.Time = e.Time.UTC().Truncate(kw.precision)
-		b := kw.tab.appendRecord(append(kw.buf[:0], spillKept), &r)
+		r.Seq = kw.seq
+		b := kw.tab.appendKept(append(kw.buf[:0], spillKept), &r)
 		kw.buf = b
 		var n [binary.MaxVarintLen64]byte
 		if _, kw.err = kw.w.Write(b); kw.err == nil {
@@ -108,6 +111,13 @@ func (kw *Keeping) Evidence(e *reconcile.Evidence) error {
 		}
 	}
 	return kw.SourceWriter.Evidence(e)
+}
+
+// Reject implements ledgerdb.SourceWriter: a rejected row takes the
+// next number too.
+func (kw *Keeping) Reject(r *reconcile.Rejected) error {
+	kw.seq++
+	return kw.SourceWriter.Reject(r)
 }
 
 // Done ends the ingest: what was kept goes to k when the ingest wrote the
@@ -279,18 +289,18 @@ func (s *Spill) addKept(kw *Keeping, links map[reconcile.Kind]bool, origin func(
 		if d.byte() != spillKept {
 			d.err = errors.New("not a kept row")
 		}
-		d.record(&e)
+		d.kept(&e)
 		if d.err == nil && len(d.b) > 0 {
 			d.err = errors.New("row longer than its record")
 		}
 		if d.err != nil {
 			return n, fmt.Errorf("kept records of source %d: %w", kw.id, d.err)
 		}
-		e.URI, e.Webhook = kw.uri, kw.webhook
+		e.URI, e.Webhook, e.SourceID = kw.uri, kw.webhook, kw.id
 		switch {
 		case !links[e.Kind]:
 			if e.EffectKey != "" || e.ParentEffectKey != "" || e.ParentTxID != "" {
-				s.Unlinked.Add(NamedRecord{URI: kw.uri, Line: e.Line, TxID: e.TxID, Key: e.EffectKey})
+				s.Unlinked.Add(&e)
 			}
 			if inPlace {
 				err = s.addLength(len(kw.buf), true)

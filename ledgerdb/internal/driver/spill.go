@@ -60,52 +60,42 @@ type Spill struct {
 	Unlinked NamedRecords
 }
 
-// NamedRecord names a record by its source's URI, its line, transaction
-// and effect key.
-type NamedRecord struct {
-	URI, TxID, Key string
-	Line           int
-}
-
-// NamedRecords is a list of NamedRecord held in one buffer of bytes (and
-// the few URIs apart). Held as structs, the loose records each pinned the
-// row their strings were read from: at 1M, with the open keys, 13.5 MB of
-// the 34 MB live after the partitions, which the collector went through
-// at every cycle; it does not look inside bytes.
+// NamedRecords is a list of records held in one buffer of bytes (and the
+// few strings that repeat apart), as the run's loose records are kept
+// until it sorts its sources. Held as structs, they each pinned the row
+// their strings were read from: at 1M, with the open keys, 13.5 MB of the
+// 34 MB live after the partitions, which the collector went through at
+// every cycle; it does not look inside bytes.
 type NamedRecords struct {
-	uris []string
-	b    []byte
-	n    int
+	tab strtab
+	b   []byte
+	n   int
 }
 
-// Add appends r.
-func (l *NamedRecords) Add(r NamedRecord) {
-	u := slices.Index(l.uris, r.URI)
-	if u < 0 {
-		u = len(l.uris)
-		l.uris = append(l.uris, r.URI)
-	}
-	l.b = binary.AppendVarint(binary.AppendVarint(l.b, int64(u)), int64(r.Line))
-	l.b = appendString(appendString(l.b, r.TxID), r.Key)
+// Add appends e: what a partition holds of it, its URI, and where the
+// ledger holds it with its raw kind and fee (SourceID, Seq), if known.
+func (l *NamedRecords) Add(e *reconcile.Evidence) {
+	l.b = binary.AppendVarint(l.tab.append(l.b, e.URI), e.SourceID)
+	l.b = l.tab.appendKept(l.b, e)
 	l.n++
 }
 
 // Len is how many records were added.
 func (l *NamedRecords) Len() int { return l.n }
 
-// All yields the records in the order added. Their transactions and keys
-// are views of the list's buffer: valid until the next Add.
-func (l *NamedRecords) All() iter.Seq[NamedRecord] {
-	return func(yield func(NamedRecord) bool) {
-		d := decoder{b: l.b, views: true}
+// All yields the records in the order added. Their strings are views of
+// the list's buffer, and the record is reused: valid until the next one.
+func (l *NamedRecords) All() iter.Seq[*reconcile.Evidence] {
+	return func(yield func(*reconcile.Evidence) bool) {
+		d := decoder{b: l.b, table: l.tab.strs, views: true}
+		var e reconcile.Evidence
 		for len(d.b) > 0 {
-			u, line := d.varint(), d.varint()
-			r := NamedRecord{TxID: d.string(), Key: d.string(), Line: int(line)}
-			if d.err != nil || u < 0 || u >= int64(len(l.uris)) {
+			e.URI, e.SourceID = d.shared(), d.varint()
+			d.kept(&e)
+			if d.err != nil {
 				panic("named records do not decode") // what Add wrote: a bug
 			}
-			r.URI = l.uris[u]
-			if !yield(r) {
+			if !yield(&e) {
 				return
 			}
 		}
@@ -336,6 +326,14 @@ func (t *strtab) appendRecord(b []byte, e *reconcile.Evidence) []byte {
 	return append(b, bit(e.Pending)|bit(e.Failed)<<1|bit(e.Webhook)<<2)
 }
 
+// appendKept writes what a partition holds of a record but its URI, and
+// its number in its source, raw kind and fee: what the ledger holds of it
+// but its source (a kept row); decoder.kept reads it back.
+func (t *strtab) appendKept(b []byte, e *reconcile.Evidence) []byte {
+	b = binary.AppendVarint(t.appendRecord(b, e), int64(e.Seq))
+	return binary.AppendVarint(t.append(b, e.RawKind), e.Fee)
+}
+
 // Cut routes what was added into partitions of about size effects
 // (matcher.Router.Partitions), lays the file out by partition, and says
 // in sum how many effects, records and partitions there are, and the
@@ -530,10 +528,10 @@ func (s *Spill) Partition(i int) (*ledgerdb.Partition, error) {
 				break
 			}
 			kw := s.kept[kind-spillKept]
-			p.Evidence = append(p.Evidence, reconcile.Evidence{URI: kw.uri})
+			p.Evidence = append(p.Evidence, reconcile.Evidence{URI: kw.uri, SourceID: kw.id})
 			e := &p.Evidence[len(p.Evidence)-1]
 			d.table = kw.tab.strs
-			d.record(e)
+			d.kept(e)
 			d.table = s.shared.strs
 			e.Webhook = kw.webhook // not the ingest's
 			own(b[start:len(b)-len(d.b)], &e.TxID, &e.EffectKey, &e.ParentEffectKey, &e.PaymentIntent, &e.ParentTxID)
@@ -652,6 +650,11 @@ func (d *decoder) record(e *reconcile.Evidence) {
 	e.Line, e.Amount.Minor, e.Time = int(d.varint()), d.varint(), d.time()
 	flags := d.byte()
 	e.Pending, e.Failed, e.Webhook = flags&1 != 0, flags&2 != 0, flags&4 != 0
+}
+
+func (d *decoder) kept(e *reconcile.Evidence) {
+	d.record(e)
+	e.Seq, e.RawKind, e.Fee = int(d.varint()), d.shared(), d.varint()
 }
 
 func (d *decoder) time() time.Time {
