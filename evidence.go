@@ -62,9 +62,9 @@ type Evidence struct {
 	Webhook bool
 	// SourceID and Seq say where the ledger holds the record (its source's
 	// id, its number there), when a run's matching has it from the run's
-	// own ingest; zero otherwise.
-	SourceID int64
-	Seq      int
+	// own ingest; zero otherwise. Not the record's content: not in JSON.
+	SourceID int64 `json:"-"`
+	Seq      int   `json:"-"`
 }
 
 // Rejected is an input row that could not become evidence. It is kept,
