@@ -144,27 +144,37 @@ RETURNING e.key, coalesce(e.external_id, '')`
 // 131k keys and 114k ids on a 1M ledger: 0.12 to 0.15 s each hashed,
 // against 0.32, 0.16 and 0.18 s probed; the whole statement in a run took
 // 0.95 s against 0.97 s).
-var matchEarlier = `INSERT INTO m_early ` + matchEarlierBy("tx_id", "external_id") + `
-UNION ` + matchEarlierBy("payment_intent", "external_id") + `
-UNION ` + matchLooseBy("effect_key", "key") + `
-UNION ` + matchLooseBy("parent_effect_key", "key") + `
-UNION ` + matchLooseBy("parent_tx_id", "external_id") + `
-UNION ` + matchRenamedBy("tx_id") + `
-UNION ` + matchRenamedBy("payment_intent")
+var matchEarlier = `INSERT INTO m_early ` + earlierOf("m_eff")
+
+// matchEarlierBack adds the earlier records of the effects the run's
+// records named back into scope (m_back) that m_early does not hold.
+var matchEarlierBack = `INSERT INTO m_early SELECT * FROM (` + earlierOf("m_back") + `) n EXCEPT SELECT * FROM m_early`
+
+// earlierOf selects the earlier records that name an effect of the table
+// scope (as m_eff holds them).
+func earlierOf(scope string) string {
+	return matchEarlierBy("tx_id", "external_id", scope) + `
+UNION ` + matchEarlierBy("payment_intent", "external_id", scope) + `
+UNION ` + matchLooseBy("effect_key", "key", scope) + `
+UNION ` + matchLooseBy("parent_effect_key", "key", scope) + `
+UNION ` + matchLooseBy("parent_tx_id", "external_id", scope) + `
+UNION ` + matchRenamedBy("tx_id", scope) + `
+UNION ` + matchRenamedBy("payment_intent", scope)
+}
 
 // matchLooseBy selects the earlier loose records whose column col is the
 // effect column of an effect in scope.
-func matchLooseBy(col, effectCol string) string {
+func matchLooseBy(col, effectCol, scope string) string {
 	return `SELECT ` + matchRecordCols + ` FROM evidence_loose WHERE source_id <> ALL($1) AND ` + col + ` <> ''
-  AND ` + col + ` COLLATE "C" IN (SELECT ` + effectCol + ` FROM m_eff)`
+  AND ` + col + ` COLLATE "C" IN (SELECT ` + effectCol + ` FROM ` + scope + `)`
 }
 
 // matchRenamedBy selects the earlier records whose column col is an
 // external id that an effect in scope had, and that name it by key.
-func matchRenamedBy(col string) string {
+func matchRenamedBy(col, scope string) string {
 	return `SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND ` + col + ` <> ''
-  AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT r.external_id FROM effect_renamed r JOIN m_eff e ON e.key = r.key))
-  AND effect_key IN (SELECT r.key FROM effect_renamed r JOIN m_eff e ON e.key = r.key)`
+  AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT r.external_id FROM effect_renamed r JOIN ` + scope + ` e ON e.key = r.key))
+  AND effect_key IN (SELECT r.key FROM effect_renamed r JOIN ` + scope + ` e ON e.key = r.key)`
 }
 
 // matchEarlierUnsorted copies the records that name an effect in scope by
@@ -209,9 +219,9 @@ const matchRecordCols = `source_id, seq, line, provider, kind, tx_id, amount_min
 // a partial index where it is not empty, in the "C" collation) is the
 // effect column of an effect in scope: probed with the array of those
 // values, by index.
-func matchEarlierBy(col, effectCol string) string {
+func matchEarlierBy(col, effectCol, scope string) string {
 	return `SELECT ` + matchRecordCols + ` FROM evidence WHERE source_id <> ALL($1) AND ` + col + ` <> ''
-  AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT ` + effectCol + ` FROM m_eff WHERE ` + effectCol + ` <> ''))`
+  AND ` + col + ` COLLATE "C" = ANY(ARRAY(SELECT ` + effectCol + ` FROM ` + scope + ` WHERE ` + effectCol + ` <> ''))`
 }
 
 // matchNamed, matchCandidates and matchScopeNamed add to the scope every
