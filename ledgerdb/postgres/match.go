@@ -448,7 +448,7 @@ func (m *matching) fetch(ctx context.Context, sum *ledgerdb.MatchSummary) error 
 	}
 	// The earlier records of the scope are read while the other
 	// connection lists the effects the run's records name; those of the
-	// closed effects that names back, after.
+	// closed effects its list names back, after.
 	if earlier {
 		// Without statistics m_eff looked to the planner like 200 keys: it
 		// probed evidence_loose's indexes with each of a second night's 131k
