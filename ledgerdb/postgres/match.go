@@ -276,8 +276,9 @@ type beginner interface {
 // kept is copied as the ledger holds it (its source, number, raw kind and
 // fee come with it); one read from the ledger is looked up by its
 // transaction, and the sources read from the ledger (scan), whose records
-// of kinds that do not link no partition held, and every source when such
-// a record has no transaction to look it up by, are read whole. Looked up
+// of kinds that do not link no partition held, are read whole, and every
+// source when a loose record has no transaction to look it up by (for such
+// records alone: those of a kept source were copied). Looked up
 // (until 2026-12-07), a first night of 1M's 53k loose records took 1.0 s
 // of PostgreSQL's time: their pages of evidence were no longer in its
 // buffers.
@@ -331,7 +332,7 @@ func (m *matching) sortOwn(ctx context.Context, tx pgx.Tx, loose *driver.NamedRe
 	}); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, matchSortOwn, sorted, m.p.LinkKinds(), nonNil(scan))
+	_, err = tx.Exec(ctx, matchSortOwn, sorted, m.p.LinkKinds(), nonNil(scan), nonNil(m.scan))
 	return err
 }
 

@@ -194,8 +194,9 @@ EXCEPT SELECT * FROM m_early`
 // sorts the run's own sources once they are matched: each record the
 // run's process found loose (m_loose names it), looked up by its
 // transaction, and, in the sources of $3, read whole, every record naming
-// a key or a parent of a kind that does not link ($2), and those m_loose
-// names that have no transaction.
+// a key or a parent of a kind that does not link ($2) in those of $4 (the
+// sources the run read from the ledger: a kept source's were copied), and
+// those m_loose names that have no transaction.
 const (
 	matchSortEarlier = `SELECT sort_sources(ids) FROM (SELECT ARRAY(SELECT id FROM source WHERE NOT sorted AND id <> ALL($1)) ids) s
 WHERE cardinality(ids) > 0`
@@ -206,7 +207,7 @@ INSERT INTO evidence_loose SELECT v.* FROM m_loose p JOIN s ON s.uri = p.uri
   JOIN evidence v ON v.tx_id COLLATE "C" = p.tx_id AND v.tx_id <> '' AND v.source_id = s.id AND v.line = p.line AND v.effect_key = p.effect_key
 WHERE p.tx_id <> ''
 UNION ALL SELECT v.* FROM evidence v JOIN s ON s.id = v.source_id
-WHERE v.source_id = ANY($3) AND (v.effect_key <> '' OR v.parent_effect_key <> '' OR v.parent_tx_id <> '') AND (v.kind <> ALL($2)
+WHERE v.source_id = ANY($3) AND (v.effect_key <> '' OR v.parent_effect_key <> '' OR v.parent_tx_id <> '') AND (v.kind <> ALL($2) AND v.source_id = ANY($4)
   OR v.tx_id = '' AND (s.uri, v.line, v.effect_key) IN (SELECT uri, line, effect_key FROM m_loose WHERE tx_id = ''))`
 )
 
