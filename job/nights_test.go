@@ -1,0 +1,278 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"reconcile"
+	"reconcile/clock"
+	"reconcile/fixtures"
+	"reconcile/ingest"
+	"reconcile/ledgerdb/ledgerdbtest"
+	"reconcile/report"
+)
+
+// Three nights on each ledger, on the same files, give the same results.
+// The PostgreSQL ledger reads a later night's earlier records through
+// paths of its own (the records a run's ingest kept, the loose records a
+// run sorted for the next, the effects a night names back, the sources
+// read back from the ledger beside those the run ingests), the SQLite
+// ledger through plain lookups; a record one of them drops or reads twice
+// is a class that differs. Beside each night's report and webhook dump, a
+// file of hand-written lines names the earlier nights' effects as the
+// world does: a line read again, a late second charge of a confirmed
+// effect, one found only by its payment intent, a refund a person made in
+// the dashboard, a fee naming its charge, a charge with no id at all, a
+// malformed row. On PostgreSQL the nights are also matched by two
+// workers (Distribute). The second night's dump is ingested on its own before its
+// run, and the third night is given the second night's report again.
+func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			nights := writeNights(t, seed)
+			size := int(seed%3)*5 + 1
+			want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, size, 0)
+			for _, workers := range []int{0, 2} {
+				got := runNights(t, ledgerdbtest.New(t, "postgres"), nights, size, workers)
+				for i := range nights {
+					if diff := cmp.Diff(want[i], got[i]); diff != "" {
+						t.Errorf("night %d differs (-sqlite +postgres, %d workers):\n%s", i+1, workers, diff)
+					}
+				}
+			}
+			for _, n := range nights {
+				n.check(t, want)
+			}
+		})
+	}
+}
+
+// night is one night's effects and files: alone are ingested before the
+// run, which is given inputs.
+type night struct {
+	effects       []reconcile.Effect
+	alone, inputs []string
+	end           time.Time
+	// check looks for what the hand-written lines must have made.
+	check func(t *testing.T, results [][]string)
+}
+
+// nightEffect is what the hand-written lines use of an effect: its key,
+// the id that follows "ch_"/"pi_" in its charge, its amount and currency.
+type nightEffect struct {
+	key, id, currency string
+	amount            int64
+}
+
+// confirmedCharges lists a world's confirmed charge effects.
+func confirmedCharges(t *testing.T, effects []reconcile.Effect) []nightEffect {
+	t.Helper()
+	var out []nightEffect
+	for _, e := range effects {
+		if e.Step != "charge" || e.Status != reconcile.StatusConfirmed {
+			continue
+		}
+		var req struct {
+			Amount   int64  `json:"amount"`
+			Currency string `json:"currency"`
+		}
+		if err := json.Unmarshal(e.Request, &req); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, nightEffect{e.Key, strings.TrimPrefix(e.ExternalID, "pi_"), req.Currency, req.Amount})
+	}
+	if len(out) < 8 {
+		t.Fatalf("the world holds %d confirmed charges", len(out))
+	}
+	return out
+}
+
+// itemizedHeader is the header of fixtures.World's itemized reports.
+const itemizedHeader = "balance_transaction_id,created_utc,available_on_utc,currency,gross,fee,net,reporting_category,source_id,description," +
+	"customer_facing_amount,customer_facing_currency,automatic_payout_id,charge_id,payment_intent_id," +
+	"payment_metadata[effect_key],refund_metadata[effect_key]\n"
+
+// line is a line of an itemized report: the balance transaction, the
+// category, the source's id, the charge's, the payment intent, the
+// payment's and the refund's effect key, the amount in minor units.
+func line(txn string, at time.Time, currency, category, source, charge, intent, key, refundKey string, minor int64) string {
+	exp, _ := reconcile.Exponent("stripe", strings.ToUpper(currency))
+	amount := reconcile.FormatMinor(minor, exp)
+	ts := at.Format("2006-01-02 15:04:05")
+	return fmt.Sprintf("%s,%s,%s,%s,%s,0,%s,%s,%s,,%s,%s,,%s,%s,%s,%s\n",
+		txn, ts, ts, currency, amount, amount, category, source, amount, currency, charge, intent, key, refundKey)
+}
+
+func writeFile(t *testing.T, path string, write func(*os.File) error) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeNights writes three nights' worlds and hand-written lines.
+func writeNights(t *testing.T, seed uint64) []*night {
+	dir := t.TempDir()
+	rates := fixtures.Rates{Duplicated: 0.06, Missing: 0.05, Mismatched: 0.05, Unexpected: 0.05, Pending: 0.05,
+		Refunds: 0.2, Outside: 0.1, Fees: 0.05, Reissued: 0.1}
+	var nights []*night
+	var worlds [][]nightEffect
+	for day, prefix := range []string{"a", "b", "c"} {
+		w := fixtures.NewWorldWith(60+int(seed)*7, rates, seed*3+uint64(day), fixtures.Options{Prefix: prefix, Days: day})
+		report := writeFile(t, filepath.Join(dir, prefix+".csv"), func(f *os.File) error { return w.WriteItemized(f) })
+		events := writeFile(t, filepath.Join(dir, prefix+".jsonl"), func(f *os.File) error { return w.WriteEvents(f) })
+		for i := range w.Effects { // SQLite keeps times to the millisecond
+			e := &w.Effects[i]
+			e.CreatedAt, e.ConfirmedAt = e.CreatedAt.Truncate(time.Millisecond), e.ConfirmedAt.Truncate(time.Millisecond)
+		}
+		n := &night{effects: w.Effects, inputs: []string{report, events}, end: w.End, check: func(*testing.T, [][]string) {}}
+		at := fixtures.Start.Add(time.Duration(day)*24*time.Hour + 10*time.Hour)
+		switch day {
+		case 1:
+			a, b := worlds[0], confirmedCharges(t, w.Effects)
+			n.alone = []string{events}
+			n.inputs = append(n.inputs, writeFile(t, filepath.Join(dir, "b-more.csv"), func(f *os.File) error {
+				_, err := f.WriteString(itemizedHeader +
+					// last night's charge, read again: nothing new
+					line("txn_x0", at, a[0].currency, "charge", "ch_"+a[0].id, "ch_"+a[0].id, "pi_"+a[0].id, a[0].key, "", a[0].amount) +
+					// a second charge of a confirmed effect: duplicated
+					line("txn_x1", at, a[1].currency, "charge", "ch_"+a[1].id+"late", "ch_"+a[1].id+"late", "pi_"+a[1].id+"late", a[1].key, "", a[1].amount) +
+					// a refund a person made: shown with its charge
+					line("txn_x2", at, a[2].currency, "refund", "re_"+a[2].id+"p", "ch_"+a[2].id, "pi_"+a[2].id, a[2].key, "", -a[2].amount/2) +
+					// a second charge found only by its payment intent
+					line("txn_x3", at, a[3].currency, "charge", "ch_"+a[3].id+"pi", "ch_"+a[3].id+"pi", "pi_"+a[3].id, "", "", a[3].amount) +
+					// a fee that names its charge's effect
+					line("txn_x4", at, a[4].currency, "fee", "", "", "", a[4].key, "", -30) +
+					// a refund a person made, named by its charge and key alone
+					line("txn_x7", at, a[6].currency, "refund", "re_"+a[6].id+"p", "ch_"+a[6].id, "", a[6].key, "", -a[6].amount) +
+					// a charge with no id, of tonight's effect
+					line("txn_x5", at, b[0].currency, "charge", "", "", "", b[0].key, "", b[0].amount) +
+					"txn_x6," + at.Format("2006-01-02 15:04:05") + ",,eur,ten,0,0,charge,ch_bad,,,,,ch_bad,,,\n")
+				return err
+			}))
+			n.check = func(t *testing.T, results [][]string) {
+				t.Helper()
+				for _, want := range []struct {
+					key   string
+					class reconcile.Class
+				}{{a[1].key, reconcile.ClassDuplicated}, {a[3].key, reconcile.ClassDuplicated}} {
+					if !found(results[1], want.key, want.class) {
+						t.Errorf("night 2 does not find %s %s", want.key, want.class)
+					}
+				}
+				if found(results[1], a[0].key, "") {
+					t.Errorf("night 2 reports %s again for a line read again", a[0].key)
+				}
+			}
+		case 2:
+			a, b := worlds[0], worlds[1]
+			n.inputs = append(n.inputs, nights[1].inputs[0], writeFile(t, filepath.Join(dir, "c-more.csv"), func(f *os.File) error {
+				_, err := f.WriteString(itemizedHeader +
+					// last night's late charge, read again
+					line("txn_y0", at, a[1].currency, "charge", "ch_"+a[1].id+"late", "ch_"+a[1].id+"late", "pi_"+a[1].id+"late", a[1].key, "", a[1].amount) +
+					// a second charge of last night's confirmed effect
+					line("txn_y1", at, b[1].currency, "charge", "ch_"+b[1].id+"late", "ch_"+b[1].id+"late", "pi_"+b[1].id+"late", b[1].key, "", b[1].amount) +
+					// refunds a person made, of both earlier nights' charges
+					line("txn_y2", at, b[2].currency, "refund", "re_"+b[2].id+"p", "ch_"+b[2].id, "pi_"+b[2].id, b[2].key, "", -1) +
+					line("txn_y3", at, a[5].currency, "refund", "re_"+a[5].id+"p", "ch_"+a[5].id, "", "", "", -1) +
+					// second charges of the effects last night's fee and refund named
+					line("txn_y4", at, a[4].currency, "charge", "ch_"+a[4].id+"late", "ch_"+a[4].id+"late", "", a[4].key, "", a[4].amount) +
+					line("txn_y5", at, a[6].currency, "charge", "ch_"+a[6].id+"late", "ch_"+a[6].id+"late", "", a[6].key, "", a[6].amount))
+				return err
+			}))
+			n.check = func(t *testing.T, results [][]string) {
+				t.Helper()
+				if !found(results[2], b[1].key, reconcile.ClassDuplicated) {
+					t.Errorf("night 3 does not find %s duplicated", b[1].key)
+				}
+			}
+		}
+		worlds = append(worlds, confirmedCharges(t, w.Effects))
+		nights = append(nights, n)
+	}
+	return nights
+}
+
+// found says whether a night's result lists a finding of key in class
+// (any class when it is empty).
+func found(result []string, key string, class reconcile.Class) bool {
+	for _, l := range result {
+		if strings.Contains(l, `"effect_key":"`+key+`"`) && (class == "" || strings.Contains(l, `"class":"`+string(class)+`"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// runNights runs the nights on a ledger, partitions of about size
+// effects, matched by that many workers (0: by the run alone), and gives
+// each night's result, its findings and rejected rows one per line.
+func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, size, workers int) [][]string {
+	t.Helper()
+	ctx := context.Background()
+	fake := clock.NewFake(nights[0].end.Add(time.Hour))
+	store := l.Open(t, fake.Now)
+	var out [][]string
+	for i, n := range nights {
+		fake.Advance(n.end.Add(time.Hour).Sub(fake.Now()))
+		if err := store.EffectLoad(ctx, n.effects); err != nil {
+			t.Fatal(err)
+		}
+		opt := &ingest.Options{Now: fake.Now}
+		j := &Job{Store: store, Clock: fake, Owner: "test"}
+		for k, p := range n.alone {
+			srcs, err := ingest.Expand(ctx, []string{p}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.Ingest(ctx, srcs[0], opt, false, (&RejectedList{}).Collect(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srcs, err := ingest.Expand(ctx, n.inputs, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := j.Run(ctx, &RunParams{ID: fmt.Sprintf("night_%d", i+1), Sources: srcs, Options: opt, Lag: 3 * time.Hour,
+			Actions: actionsFor(time.Hour), PartitionSize: size, Distribute: workers > 0, Workers: workers})
+		if err != nil {
+			t.Fatalf("%s, night %d: %v", l.Driver, i+1, err)
+		}
+		out = append(out, resultLines(res.Result))
+	}
+	return out
+}
+
+// resultLines shows a result one finding or rejected row per line, after
+// its counts.
+func resultLines(r *report.Result) []string {
+	counts, _ := json.Marshal(r.Counts)
+	out := []string{string(counts), fmt.Sprintf("out of scope %d, rejected %d unlisted", r.OutOfScope, r.RejectedUnlisted)}
+	for _, d := range r.Discrepancies {
+		b, _ := json.Marshal(d)
+		out = append(out, string(b))
+	}
+	for _, x := range r.Rejected {
+		b, _ := json.Marshal(x)
+		out = append(out, string(b))
+	}
+	return out
+}
