@@ -16,6 +16,7 @@ import (
 	"reconcile/clock"
 	"reconcile/fixtures"
 	"reconcile/ingest"
+	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/report"
 )
@@ -31,9 +32,10 @@ import (
 // world does: a line read again, a late second charge of a confirmed
 // effect, one found only by its payment intent, a refund a person made in
 // the dashboard, a fee naming its charge, a charge with no id at all, a
-// malformed row. On PostgreSQL the nights are also matched by two
-// workers (Distribute). The second night's dump is ingested on its own before its
-// run, and the third night is given the second night's report again.
+// malformed row; and a person decides on two of the second night's
+// findings. The second night's dump is ingested on its own before its run,
+// and the third night is given the second night's report again. On
+// PostgreSQL the nights are also matched by two workers (Distribute).
 func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -64,6 +66,8 @@ type night struct {
 	end           time.Time
 	// check looks for what the hand-written lines must have made.
 	check func(t *testing.T, results [][]string)
+	// decide is what a person decides after the night's run.
+	decide []ledgerdb.ResolveParams
 }
 
 // nightEffect is what the hand-written lines use of an effect: its key,
@@ -168,6 +172,8 @@ func writeNights(t *testing.T, seed uint64) []*night {
 					"txn_x6," + at.Format("2006-01-02 15:04:05") + ",,eur,ten,0,0,charge,ch_bad,,,,,ch_bad,,,\n")
 				return err
 			}))
+			n.decide = []ledgerdb.ResolveParams{{EffectKey: a[1].key, As: reconcile.ResolutionCompensated, By: "finance"},
+				{EffectKey: a[3].key, As: reconcile.ResolutionConfirmed, By: "finance"}}
 			n.check = func(t *testing.T, results [][]string) {
 				t.Helper()
 				for _, want := range []struct {
@@ -186,7 +192,8 @@ func writeNights(t *testing.T, seed uint64) []*night {
 			a, b := worlds[0], worlds[1]
 			n.inputs = append(n.inputs, nights[1].inputs[0], writeFile(t, filepath.Join(dir, "c-more.csv"), func(f *os.File) error {
 				_, err := f.WriteString(itemizedHeader +
-					// last night's late charge, read again
+					// last night's late charge, read again, after a person
+					// had it refunded: nothing new
 					line("txn_y0", at, a[1].currency, "charge", "ch_"+a[1].id+"late", "ch_"+a[1].id+"late", "pi_"+a[1].id+"late", a[1].key, "", a[1].amount) +
 					// a second charge of last night's confirmed effect
 					line("txn_y1", at, b[1].currency, "charge", "ch_"+b[1].id+"late", "ch_"+b[1].id+"late", "pi_"+b[1].id+"late", b[1].key, "", b[1].amount) +
@@ -195,13 +202,20 @@ func writeNights(t *testing.T, seed uint64) []*night {
 					line("txn_y3", at, a[5].currency, "refund", "re_"+a[5].id+"p", "ch_"+a[5].id, "", "", "", -1) +
 					// second charges of the effects last night's fee and refund named
 					line("txn_y4", at, a[4].currency, "charge", "ch_"+a[4].id+"late", "ch_"+a[4].id+"late", "", a[4].key, "", a[4].amount) +
-					line("txn_y5", at, a[6].currency, "charge", "ch_"+a[6].id+"late", "ch_"+a[6].id+"late", "", a[6].key, "", a[6].amount))
+					line("txn_y5", at, a[6].currency, "charge", "ch_"+a[6].id+"late", "ch_"+a[6].id+"late", "", a[6].key, "", a[6].amount) +
+					// a third charge of the payment intent a person said was charged once
+					line("txn_y6", at, a[3].currency, "charge", "ch_"+a[3].id+"pi2", "ch_"+a[3].id+"pi2", "pi_"+a[3].id, "", "", a[3].amount))
 				return err
 			}))
 			n.check = func(t *testing.T, results [][]string) {
 				t.Helper()
-				if !found(results[2], b[1].key, reconcile.ClassDuplicated) {
-					t.Errorf("night 3 does not find %s duplicated", b[1].key)
+				for _, key := range []string{b[1].key, a[3].key} {
+					if !found(results[2], key, reconcile.ClassDuplicated) {
+						t.Errorf("night 3 does not find %s duplicated", key)
+					}
+				}
+				if found(results[2], a[1].key, "") {
+					t.Errorf("night 3 reopens %s, resolved, for a line read again", a[1].key)
 				}
 			}
 		}
@@ -257,6 +271,11 @@ func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, size, work
 			t.Fatalf("%s, night %d: %v", l.Driver, i+1, err)
 		}
 		out = append(out, resultLines(res.Result))
+		for _, d := range n.decide {
+			if _, err := store.EffectResolve(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return out
 }
