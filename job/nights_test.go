@@ -58,12 +58,61 @@ func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
 	}
 }
 
+// A world of every provider's formats, read on a second night again from
+// files of the same transactions in another order (new files to the
+// manifest), gives the same results on both ledgers, and finds nothing
+// the first night did not: no transaction is new.
+func TestAWorldReadAgainFindsTheSameOnBothLedgers(t *testing.T) {
+	w := fixtures.NewMultiWorld(200, fixtures.CaseRates, 5)
+	var nights []*night
+	for i, order := range []uint64{3, 8} {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		paths, err := w.WriteFiles(dir, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &night{inputs: paths, end: fixtures.Start.Add(time.Duration(10+i) * 24 * time.Hour), lag: w.Lag}
+		if i == 0 {
+			n.effects = w.Effects
+		}
+		nights = append(nights, n)
+	}
+	want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, 5, 0)
+	got := runNights(t, ledgerdbtest.New(t, "postgres"), nights, 5, 0)
+	for i := range nights {
+		if diff := cmp.Diff(want[i], got[i]); diff != "" {
+			t.Errorf("night %d differs (-sqlite +postgres):\n%s", i+1, diff)
+		}
+	}
+	var counts [2]map[string]int
+	for i := range counts {
+		if err := json.Unmarshal([]byte(want[i][0]), &counts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counts[0][string(reconcile.ClassDuplicated)] == 0 {
+		t.Fatalf("the first night finds no duplicate: %v", counts[0])
+	}
+	for class, n := range counts[1] {
+		if n > counts[0][class] || class == string(reconcile.ClassUnexpected) && n > 0 {
+			t.Errorf("read again, %d %s against %d the first night", n, class, counts[0][class])
+		}
+	}
+	if counts[1][string(reconcile.ClassDuplicated)] != counts[0][string(reconcile.ClassDuplicated)] {
+		t.Errorf("read again, %d duplicated against %d the first night", counts[1][string(reconcile.ClassDuplicated)], counts[0][string(reconcile.ClassDuplicated)])
+	}
+}
+
 // night is one night's effects and files: alone are ingested before the
 // run, which is given inputs.
 type night struct {
 	effects       []reconcile.Effect
 	alone, inputs []string
 	end           time.Time
+	lag           time.Duration
 	// check looks for what the hand-written lines must have made.
 	check func(t *testing.T, results [][]string)
 	// decide is what a person decides after the night's run.
@@ -147,7 +196,7 @@ func writeNights(t *testing.T, seed uint64) []*night {
 			e := &w.Effects[i]
 			e.CreatedAt, e.ConfirmedAt = e.CreatedAt.Truncate(time.Millisecond), e.ConfirmedAt.Truncate(time.Millisecond)
 		}
-		n := &night{effects: w.Effects, inputs: []string{report, events}, end: w.End, check: func(*testing.T, [][]string) {}}
+		n := &night{effects: w.Effects, inputs: []string{report, events}, end: w.End, lag: 3 * time.Hour, check: func(*testing.T, [][]string) {}}
 		at := fixtures.Start.Add(time.Duration(day)*24*time.Hour + 10*time.Hour)
 		switch day {
 		case 1:
@@ -265,7 +314,7 @@ func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, size, work
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := j.Run(ctx, &RunParams{ID: fmt.Sprintf("night_%d", i+1), Sources: srcs, Options: opt, Lag: 3 * time.Hour,
+		res, err := j.Run(ctx, &RunParams{ID: fmt.Sprintf("night_%d", i+1), Sources: srcs, Options: opt, Lag: n.lag,
 			Actions: actionsFor(time.Hour), PartitionSize: size, Distribute: workers > 0, Workers: workers})
 		if err != nil {
 			t.Fatalf("%s, night %d: %v", l.Driver, i+1, err)
