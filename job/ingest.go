@@ -25,6 +25,7 @@ type ingested struct {
 	rejected  []report.Rejected // listed
 	unlisted  int               // rejected rows beyond those listed
 	sourceIDs []int64
+	matched   []bool                   // per input in the manifest that a run matched before
 	coverage  [][]ledgerdb.CoverageEnd // per input written by this run, as the ledger gave it back
 	// build builds the evidence indexes the ingest deferred, if any: left
 	// to the caller (Run), which has them built while it goes on, and
@@ -86,7 +87,8 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			err = errors.Join(err, build())
 		}
 	}()
-	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), coverage: make([][]ledgerdb.CoverageEnd, len(srcs)), build: build}
+	out := &ingested{inputs: make([]report.Input, len(srcs)), sourceIDs: make([]int64, len(srcs)), matched: make([]bool, len(srcs)),
+		coverage: make([][]ledgerdb.CoverageEnd, len(srcs)), build: build}
 	rejected := &RejectedList{}
 	sinks := make([]*RejectedSink, len(srcs))
 	for i := range srcs {
@@ -98,6 +100,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 			return err
 		}
 		id := res.SourceID
+		out.matched[i] = res.MatchedBy != ""
 		if in.AlreadyIngested { // report its rejected rows as the first run did
 			rej, err := j.Store.RejectedListBySource(ctx, id, MaxListedRejected+1) // no more than the result lists
 			if err != nil {
@@ -316,7 +319,7 @@ func (j *Job) persist(ctx context.Context, src ingest.Source, hash string, read 
 	already := func(rec *ledgerdb.SourceRecord) (*ingest.Input, *ledgerdb.IngestResult, error) {
 		acc := rec.SourceAccount
 		acc.URI, acc.ETag = src.URI, src.ETag
-		return &ingest.Input{SourceAccount: acc, AlreadyIngested: true, Totals: []ingest.Total{}}, &ledgerdb.IngestResult{SourceID: rec.ID}, nil
+		return &ingest.Input{SourceAccount: acc, AlreadyIngested: true, Totals: []ingest.Total{}}, &ledgerdb.IngestResult{SourceID: rec.ID, MatchedBy: rec.RunID}, nil
 	}
 	rec, err := j.Store.SourceFind(ctx, hash, src.ETag)
 	if err == nil {

@@ -37,19 +37,23 @@ import (
 // malformed row; and a person decides on two of the second night's
 // findings. The second night's dump is ingested on its own before its run,
 // and the third night is given the second night's report again. On
-// PostgreSQL the nights are also matched by two workers (Distribute).
+// PostgreSQL the nights are also matched by two workers (Distribute), and
+// run once more on inputs all ingested on their own first (read back from
+// the ledger, where a run keeps what its own ingest wrote).
 func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			nights := writeNights(t, seed)
 			size := int(seed%3)*5 + 1
-			want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, size, 0)
-			for _, workers := range []int{0, 2} {
-				got := runNights(t, ledgerdbtest.New(t, "postgres"), nights, size, workers)
+			want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, nightRuns{size: size})
+			for _, how := range []nightRuns{{driver: "sqlite", alone: true}, {driver: "postgres"}, {driver: "postgres", workers: 2},
+				{driver: "postgres", alone: true}} {
+				how.size = size
+				got := runNights(t, ledgerdbtest.New(t, how.driver), nights, how)
 				for i := range nights {
 					if diff := cmp.Diff(want[i], got[i]); diff != "" {
-						t.Errorf("night %d differs (-sqlite +postgres, %d workers):\n%s", i+1, workers, diff)
+						t.Errorf("night %d differs (-sqlite +%+v):\n%s", i+1, how, diff)
 					}
 				}
 			}
@@ -90,8 +94,8 @@ func readAgain(t *testing.T, w *fixtures.MultiWorld) {
 		}
 		nights = append(nights, n)
 	}
-	want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, 5, 0)
-	got := runNights(t, ledgerdbtest.New(t, "postgres"), nights, 5, 0)
+	want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, nightRuns{size: 5})
+	got := runNights(t, ledgerdbtest.New(t, "postgres"), nights, nightRuns{size: 5})
 	for i := range nights {
 		if diff := cmp.Diff(want[i], got[i]); diff != "" {
 			t.Errorf("night %d differs (-sqlite +postgres):\n%s", i+1, diff)
@@ -318,10 +322,18 @@ func found(result []string, key string, class reconcile.Class) bool {
 	return false
 }
 
-// runNights runs the nights on a ledger, partitions of about size
-// effects, matched by that many workers (0: by the run alone), and gives
-// each night's result, its findings and rejected rows one per line.
-func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, size, workers int) [][]string {
+// nightRuns says how runNights runs: partitions of about size effects,
+// matched by that many workers (0: by the run alone), every input
+// ingested on its own before the run when alone is set.
+type nightRuns struct {
+	driver        string // for the caller
+	size, workers int
+	alone         bool
+}
+
+// runNights runs the nights on a ledger and gives each night's result,
+// its findings and rejected rows one per line.
+func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, how nightRuns) [][]string {
 	t.Helper()
 	ctx := context.Background()
 	fake := clock.NewFake(nights[0].end.Add(time.Hour))
@@ -334,7 +346,11 @@ func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, size, work
 		}
 		opt := &ingest.Options{Now: fake.Now}
 		j := &Job{Store: store, Clock: fake, Owner: "test"}
-		for k, p := range n.alone {
+		alone := n.alone
+		if how.alone {
+			alone = n.inputs
+		}
+		for k, p := range alone {
 			srcs, err := ingest.Expand(ctx, []string{p}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -348,7 +364,7 @@ func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, size, work
 			t.Fatal(err)
 		}
 		res, err := j.Run(ctx, &RunParams{ID: fmt.Sprintf("night_%d", i+1), Sources: srcs, Options: opt, Lag: n.lag,
-			Actions: actionsFor(time.Hour), PartitionSize: size, Distribute: workers > 0, Workers: workers})
+			Actions: actionsFor(time.Hour), PartitionSize: how.size, Distribute: how.workers > 0, Workers: how.workers})
 		if err != nil {
 			t.Fatalf("%s, night %d: %v", l.Driver, i+1, err)
 		}

@@ -52,11 +52,13 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	m := &partitionMatch{in: matcher.Input{Cutoff: cutoff, Scope: scope, EscalateUnexpected: p.PageUnexpected, Terse: true},
 		log: j.log(), now: j.now, linked: func() { done(); done = j.phase("partitions") }}
 	stopMatch := j.progress(func() string { return fmt.Sprintf("matching: partition %d of %d", m.done.Load(), m.count.Load()) })
-	// Inputs read again are earlier evidence: what they hold was seen,
-	// reported and perhaps resolved by a person already.
+	// Inputs a run matched before are earlier evidence: what they hold was
+	// seen, reported and perhaps resolved by a person already. An input
+	// only ingested (reconcile ingest), or whose run died before recording
+	// its findings, is new to this run, as one it ingests.
 	var fresh []int64
 	for i, id := range in.sourceIDs {
-		if !in.inputs[i].AlreadyIngested {
+		if !in.matched[i] {
 			fresh = append(fresh, id)
 		}
 	}
@@ -102,7 +104,7 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 	done()
 	crash("run:acted") // everything is made; of this run only the confirmations are recorded yet
 	done = j.phase("record")
-	if _, err := j.Store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: p.ID, Discrepancies: acted.Discrepancies, Marked: sum.Marked}); err != nil {
+	if _, err := j.Store.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: p.ID, Discrepancies: acted.Discrepancies, Sources: fresh, Marked: sum.Marked}); err != nil {
 		return nil, err
 	}
 	done()

@@ -299,6 +299,10 @@ type LinkParams struct {
 type FindingsParams struct {
 	RunID         string
 	Discrepancies []reconcile.Discrepancy
+	// Sources are the sources the run matched as new: those no run had
+	// matched yet are noted as matched by this one (SourceRecord.RunID),
+	// with its findings.
+	Sources []int64
 	// Marked, when set, is called once the findings and their records'
 	// details are written and before their states: the states take the
 	// effects they classify off the list of those a run left without a

@@ -318,6 +318,39 @@ func TestRunReadsTheSameContentOnceOnPostgres(t *testing.T) {
 	testRunReadsTheSameContentOnce(t, migratedPostgres)
 }
 
+// A file written into the ledger by "reconcile ingest" is new to the first
+// run given it, which reports all it holds, as a run that reads it itself
+// does; the next run given it again reports nothing new.
+func testARunReportsWhatAnIngestAloneWrote(t *testing.T, migrated func(*testing.T) string) {
+	ledger := migrated(t)
+	seedLedger(t, ledger)
+	path := writeFile(t, "night.itemized.csv", settlement)
+	if code, out, errOut := reconcileCmd(t, "ingest", "--ledger", ledger, path); code != 0 {
+		t.Fatalf("ingest exited %d: %s%s", code, out, errOut)
+	}
+	code, r, errOut := runJSON(t, "--ledger", ledger, path)
+	if code != exitPerson || len(r.Inputs) != 1 || !r.Inputs[0].AlreadyIngested {
+		t.Fatalf("exit %d, inputs %+v: %s", code, r.Inputs, errOut)
+	}
+	want := map[string]int{"confirmed": 2, "duplicated": 1, "missing": 1, "pending": 1, "mismatched": 1, "unexpected": 1, "deferred": 0, "escalated": 1}
+	if diff := cmp.Diff(want, r.Counts); diff != "" {
+		t.Errorf("counts (-as a run that reads the file +after the ingest):\n%s", diff)
+	}
+	if _, r, errOut := runJSON(t, "--ledger", ledger, path); r.Counts["unexpected"] != 0 || r.Counts["confirmed"] != 0 {
+		t.Errorf("the next run over the same file: counts %v, want nothing new: %s", r.Counts, errOut)
+	}
+}
+
+func TestARunReportsWhatAnIngestAloneWrote(t *testing.T) {
+	t.Parallel()
+	testARunReportsWhatAnIngestAloneWrote(t, migratedSQLite)
+}
+
+func TestARunReportsWhatAnIngestAloneWroteOnPostgres(t *testing.T) {
+	t.Parallel()
+	testARunReportsWhatAnIngestAloneWrote(t, migratedPostgres)
+}
+
 func TestRunWithAnUnreadableInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	testRunWithAnUnreadableInputChangesNothing(t, migratedSQLite)

@@ -27,7 +27,7 @@ func sampleEvidence(i int) *reconcile.Evidence {
 // records and the given rejected rows, and fails with failAfter's error
 // after that many records when failAfter > 0.
 func (e *env) ingest(store ledgerdb.Store, hash string, n int, rejected []reconcile.Rejected, failAfter int) (*ledgerdb.IngestResult, error) {
-	return store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", ETag: "etag-" + hash, RunID: "run_x"},
+	return store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", ETag: "etag-" + hash},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			for i := range n {
 				if failAfter > 0 && i == failAfter {
@@ -69,7 +69,7 @@ func testIngestWritesRowsAndManifest(e *env) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	wantRec := ledgerdb.SourceRecord{ID: res.SourceID, RunID: "run_x", SourceAccount: reconcile.SourceAccount{URI: "s.csv", ETag: "etag-h1", Format: "stripe-itemized", Hash: "h1", Bytes: 123, Rows: 7, Evidence: 3, Rejected: 3, Ignored: 1}}
+	wantRec := ledgerdb.SourceRecord{ID: res.SourceID, SourceAccount: reconcile.SourceAccount{URI: "s.csv", ETag: "etag-h1", Format: "stripe-itemized", Hash: "h1", Bytes: 123, Rows: 7, Evidence: 3, Rejected: 3, Ignored: 1}}
 	if diff := cmp.Diff(wantRec, *rec); diff != "" {
 		e.t.Errorf("manifest entry (-want +got):\n%s", diff)
 	}
@@ -112,7 +112,7 @@ func testIngestKeepsEveryValue(e *env) {
 			URI: "s.csv", Line: 1},
 		{Provider: "paypal", TxID: "T1", Kind: reconcile.KindCharge, Amount: reconcile.Money{Minor: 1, Currency: "USD"}, URI: "s.csv", Line: 2, Raw: ""},
 	}
-	res, err := e.store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: "s.csv", RunID: "run_x"},
+	res, err := e.store.SourceIngest(e.ctx, &ledgerdb.IngestParams{URI: "s.csv"},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			for i := range want {
 				if err := w.Evidence(&want[i]); err != nil {
@@ -260,5 +260,41 @@ func testConcurrentIngestOnce(e *env) {
 	}
 	if got := e.sources(); len(got) != 1 || got[0].Evidence != 6000 {
 		e.t.Errorf("manifest = %+v, want one source with 6000 evidence", got)
+	}
+}
+
+// A source is new to every run given it until one records its findings:
+// only then is it noted as matched, by that run, which a later run does
+// not change.
+func testTheFirstRunToMatchASourceIsNoted(e *env) {
+	a, err := e.ingest(e.store, "h1", 2, nil, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	b, err := e.ingest(e.store, "h2", 2, nil, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	runBy := func() map[int64]string {
+		out := map[int64]string{}
+		for _, s := range e.sources() {
+			out[s.ID] = s.RunID
+		}
+		return out
+	}
+	if got := runBy(); got[a.SourceID] != "" || got[b.SourceID] != "" {
+		e.t.Fatalf("matched by %v before any run", got)
+	}
+	for _, run := range []string{"run_1", "run_2"} {
+		if _, err := e.store.FindingRecord(e.ctx, &ledgerdb.FindingsParams{RunID: run, Sources: []int64{a.SourceID}}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if got := runBy(); got[a.SourceID] != "run_1" || got[b.SourceID] != "" {
+		e.t.Errorf("matched by %v, want %d by run_1 and %d by none", got, a.SourceID, b.SourceID)
+	}
+	found, err := e.store.SourceFind(e.ctx, "h1", "")
+	if err != nil || found.RunID != "run_1" {
+		e.t.Errorf("SourceFind = %+v, %v; want it matched by run_1", found, err)
 	}
 }

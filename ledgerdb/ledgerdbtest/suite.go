@@ -69,6 +69,7 @@ func Exercise(t *testing.T, open Opener) {
 		{"RunsStartAndFinishOnce", testRuns},
 		{"RunsAreListedNewestFirst", testRunsListed},
 		{"IngestWritesRowsAndManifest", testIngestWritesRowsAndManifest},
+		{"TheFirstRunToMatchASourceIsNoted", testTheFirstRunToMatchASourceIsNoted},
 		{"IngestKeepsEveryValue", testIngestKeepsEveryValue},
 		{"IngestSameContentTwiceAddsNothing", testIngestSameContentTwiceAddsNothing},
 		{"IngestFailureRollsBackEverything", testIngestFailureRollsBackEverything},

@@ -44,7 +44,7 @@ func TestAPartitionMatchedTwiceIsRecordedOnce(t *testing.T) {
 		Status: reconcile.StatusAttempted, CreatedAt: at, Request: json.RawMessage(`{"amount": 1000, "currency": "eur"}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "e1", RunID: "run_1"},
+	in, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "e1"},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			ev := reconcile.Evidence{Provider: "stripe", TxID: "ch_0", Kind: reconcile.KindCharge, RawKind: "charge", Time: at, URI: "report.csv",
 				Line: 2, Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, EffectKey: key, Raw: "ch_0"}

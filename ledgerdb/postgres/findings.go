@@ -65,6 +65,9 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 			return err
 		}
 		res.Confirmed = int(tag.RowsAffected())
+		if _, err := tx.Exec(ctx, `UPDATE source SET run_id = $1 WHERE id = ANY($2) AND run_id IS NULL`, p.RunID, nonNil(p.Sources)); err != nil {
+			return err
+		}
 		if p.Marked != nil {
 			if err := p.Marked(); err != nil {
 				return err

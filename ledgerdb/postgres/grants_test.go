@@ -297,7 +297,7 @@ func TestGrantsLetTheJobRun(t *testing.T) {
 			Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, EffectKey: key, PaymentIntent: intent, Raw: id}
 	}
 	evidence := []reconcile.Evidence{ev("ch_0", "app_1:charge:0", "pi_0"), ev("ch_1a", "app_1:charge:1", "pi_1"), ev("ch_1b", "app_1:charge:1", "pi_1b")}
-	in, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "etag1", RunID: "run_1"},
+	in, err := s.SourceIngest(ctx, &ledgerdb.IngestParams{URI: "report.csv", ETag: "etag1"},
 		func(w ledgerdb.SourceWriter) (*ledgerdb.SourceRecord, error) {
 			for i := range evidence {
 				evidence[i].Line = i + 2

@@ -38,8 +38,8 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		return nil, err
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES ($1, nullif($2, ''), nullif($3, ''), $4) RETURNING id`,
-			p.URI, p.ETag, p.RunID, s.now()).Scan(&res.SourceID); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO source (uri, etag, ingested_at) VALUES ($1, nullif($2, ''), $3) RETURNING id`,
+			p.URI, p.ETag, s.now()).Scan(&res.SourceID); err != nil {
 			return err
 		}
 		id := res.SourceID

@@ -101,6 +101,11 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 			n, _ := r.RowsAffected()
 			res.Confirmed += int(n)
 		}
+		for _, id := range p.Sources {
+			if _, err := tx.ExecContext(ctx, `UPDATE source SET run_id = ? WHERE id = ? AND run_id IS NULL`, p.RunID, id); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

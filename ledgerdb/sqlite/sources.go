@@ -36,8 +36,8 @@ func (s *Store) SourceIngest(ctx context.Context, p *ledgerdb.IngestParams, fill
 		return nil, err
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `INSERT INTO source (uri, etag, run_id, ingested_at) VALUES (?, nullif(?, ''), nullif(?, ''), ?) RETURNING id`,
-			p.URI, p.ETag, p.RunID, ts(s.now())).Scan(&res.SourceID); err != nil {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO source (uri, etag, ingested_at) VALUES (?, nullif(?, ''), ?) RETURNING id`,
+			p.URI, p.ETag, ts(s.now())).Scan(&res.SourceID); err != nil {
 			return err
 		}
 		// Evidence goes in rowsPerInsert rows a statement: a statement's
