@@ -120,6 +120,65 @@ func readAgain(t *testing.T, w *fixtures.MultiWorld) {
 	}
 }
 
+// A night's files matched in two runs, the report alone first (an ad hoc
+// run) and then with the webhook dump, leave every effect in the state one
+// run over both leaves, on both ledgers; the two runs together report the
+// unexpected transactions one run reports, and the order of a run's inputs
+// changes none of its findings.
+func TestANightInTwoRunsEndsAsInOne(t *testing.T) {
+	n := writeNights(t, 1)[0]
+	report, events := n.inputs[0], n.inputs[1]
+	for _, driver := range []string{"sqlite", "postgres"} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var states [2][]string
+			var unexpected [2]map[string]bool
+			for i, runs := range [][][]string{{{report, events}}, {{report}, {events, report}}} {
+				fake := clock.NewFake(n.end.Add(time.Hour))
+				store := ledgerdbtest.New(t, driver).Open(t, fake.Now)
+				one := &night{effects: n.effects, end: n.end, lag: n.lag}
+				unexpected[i] = map[string]bool{}
+				for k, inputs := range runs {
+					res := runNight(t, store, fake, one, fmt.Sprintf("run_%d", k+1), inputs, nightRuns{})
+					one.effects = nil
+					for _, d := range res.Discrepancies {
+						if d.Class == reconcile.ClassUnexpected {
+							unexpected[i][d.Transactions[0]] = true
+						}
+					}
+				}
+				states[i] = statesOf(t, store, n.effects)
+			}
+			if diff := cmp.Diff(states[0], states[1]); diff != "" {
+				t.Errorf("states (-one run +two runs):\n%s", diff)
+			}
+			if diff := cmp.Diff(unexpected[0], unexpected[1]); diff != "" || len(unexpected[0]) == 0 {
+				t.Errorf("unexpected transactions (-one run +two runs):\n%s", diff)
+			}
+		})
+	}
+}
+
+// statesOf lists the states of the effects, a line each.
+func statesOf(t *testing.T, store ledgerdb.Store, effects []reconcile.Effect) []string {
+	t.Helper()
+	var keys []string
+	for _, e := range effects {
+		keys = append(keys, e.Key)
+	}
+	states, err := store.EffectStateGetMany(context.Background(), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, k := range keys {
+		st, ok := states[k]
+		out = append(out, fmt.Sprintf("%s %s final %v (%v)", k, st.Class, st.Final, ok))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // night is one night's effects and files: alone are ingested before the
 // run, which is given inputs.
 type night struct {
@@ -335,47 +394,58 @@ type nightRuns struct {
 // its findings and rejected rows one per line.
 func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, how nightRuns) [][]string {
 	t.Helper()
-	ctx := context.Background()
 	fake := clock.NewFake(nights[0].end.Add(time.Hour))
 	store := l.Open(t, fake.Now)
 	var out [][]string
 	for i, n := range nights {
-		fake.Advance(n.end.Add(time.Hour).Sub(fake.Now()))
-		if err := store.EffectLoad(ctx, n.effects); err != nil {
-			t.Fatal(err)
-		}
-		opt := &ingest.Options{Now: fake.Now}
-		j := &Job{Store: store, Clock: fake, Owner: "test"}
-		alone := n.alone
-		if how.alone {
-			alone = n.inputs
-		}
-		for k, p := range alone {
-			srcs, err := ingest.Expand(ctx, []string{p}, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := j.Ingest(ctx, srcs[0], opt, false, (&RejectedList{}).Collect(k)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		srcs, err := ingest.Expand(ctx, n.inputs, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := j.Run(ctx, &RunParams{ID: fmt.Sprintf("night_%d", i+1), Sources: srcs, Options: opt, Lag: n.lag,
-			Actions: actionsFor(time.Hour), PartitionSize: how.size, Distribute: how.workers > 0, Workers: how.workers})
-		if err != nil {
-			t.Fatalf("%s, night %d: %v", l.Driver, i+1, err)
-		}
-		out = append(out, resultLines(res.Result))
-		for _, d := range n.decide {
-			if _, err := store.EffectResolve(ctx, &d); err != nil {
-				t.Fatal(err)
-			}
-		}
+		res := runNight(t, store, fake, n, fmt.Sprintf("night_%d", i+1), n.inputs, how)
+		out = append(out, resultLines(res))
 	}
 	return out
+}
+
+// runNight loads the night's effects, ingests those of its inputs it
+// ingests alone, runs on inputs with the clock an hour past the night's
+// end, and makes the night's decisions.
+func runNight(t *testing.T, store ledgerdb.Store, fake *clock.Fake, n *night, id string, inputs []string, how nightRuns) *report.Result {
+	t.Helper()
+	ctx := context.Background()
+	if d := n.end.Add(time.Hour).Sub(fake.Now()); d > 0 {
+		fake.Advance(d)
+	}
+	if err := store.EffectLoad(ctx, n.effects); err != nil {
+		t.Fatal(err)
+	}
+	opt := &ingest.Options{Now: fake.Now}
+	j := &Job{Store: store, Clock: fake, Owner: "test"}
+	alone := n.alone
+	if how.alone {
+		alone = inputs
+	}
+	for k, p := range alone {
+		srcs, err := ingest.Expand(ctx, []string{p}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Ingest(ctx, srcs[0], opt, false, (&RejectedList{}).Collect(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srcs, err := ingest.Expand(ctx, inputs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := j.Run(ctx, &RunParams{ID: id, Sources: srcs, Options: opt, Lag: n.lag,
+		Actions: actionsFor(time.Hour), PartitionSize: how.size, Distribute: how.workers > 0, Workers: how.workers})
+	if err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	for _, d := range n.decide {
+		if _, err := store.EffectResolve(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res.Result
 }
 
 // resultLines shows a result one finding or rejected row per line, after

@@ -65,13 +65,15 @@ func (s *Store) FindingRecord(ctx context.Context, p *ledgerdb.FindingsParams) (
 			return err
 		}
 		res.Confirmed = int(tag.RowsAffected())
-		if _, err := tx.Exec(ctx, `UPDATE source SET run_id = $1 WHERE id = ANY($2) AND run_id IS NULL`, p.RunID, nonNil(p.Sources)); err != nil {
-			return err
-		}
 		if p.Marked != nil {
 			if err := p.Marked(); err != nil {
 				return err
 			}
+		}
+		// Once the mark is made: it sorts the same sources (source.sorted),
+		// and would wait for these rows while this waited for it.
+		if _, err := tx.Exec(ctx, `UPDATE source SET run_id = $1 WHERE id = ANY($2) AND run_id IS NULL`, p.RunID, nonNil(p.Sources)); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE state_in (LIKE effect_state) ON COMMIT DROP`); err != nil {
 			return err

@@ -429,9 +429,10 @@ func TestAClosedEffectNamedBackIsFoundInTheScopesSnapshot(t *testing.T) {
 // (MarkBeside), confirming r:charge:1 and leaving r:charge:2 open, then
 // records that the second is missing, as a run does while the mark goes
 // on. The mark waits until the findings ask for it (FindingsParams.Marked)
-// or are recorded without it, then runs hook, which may fail it. It
-// returns FindingRecord's error and the mark's.
-func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr, markErr error) {
+// or are recorded without it, then runs hook, which may fail it. The run's
+// sources are sources; after, when set, is called by FindingRecord once the
+// mark is made. It returns FindingRecord's error and the mark's.
+func markedBeside(t *testing.T, s *postgres.Store, sources []int64, hook, after func() error) (recordErr, markErr error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -449,7 +450,7 @@ func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr
 		return hook()
 	}
 	defer func() { driver.Marking = nil }()
-	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_m", MarkBeside: true},
+	sum, err := s.PartitionMatch(ctx, &ledgerdb.MatchParams{RunID: "run_m", Sources: sources, MarkBeside: true},
 		func(p *ledgerdb.Partition) ([]ledgerdb.Confirmation, error) {
 			return []ledgerdb.Confirmation{{Key: "r:charge:1", ExternalID: "ch_r:charge:1"}}, nil
 		})
@@ -460,9 +461,15 @@ func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr
 		free()
 		t.Fatal("PartitionMatch with MarkBeside gave no Marked")
 	}
-	_, recordErr = s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_m",
+	_, recordErr = s.FindingRecord(ctx, &ledgerdb.FindingsParams{RunID: "run_m", Sources: sources,
 		Discrepancies: []reconcile.Discrepancy{{Class: reconcile.ClassMissing, EffectKey: "r:charge:2", Provider: "stripe", Currency: "EUR", ExpectedMinor: 1000}},
-		Marked:        func() error { free(); return sum.Marked() }})
+		Marked: func() error {
+			free()
+			if err := sum.Marked(); err != nil || after == nil {
+				return err
+			}
+			return after()
+		}})
 	free()
 	return recordErr, sum.Marked()
 }
@@ -475,7 +482,7 @@ func markedBeside(t *testing.T, s *postgres.Store, hook func() error) (recordErr
 func TestFindingsAreRecordedBesideTheMarkAndTheirStatesAfterIt(t *testing.T) {
 	ctx := context.Background()
 	s, app := twoCharges(t)
-	recordErr, markErr := markedBeside(t, s, func() error { return nil })
+	recordErr, markErr := markedBeside(t, s, nil, func() error { return nil }, nil)
 	if recordErr != nil || markErr != nil {
 		t.Fatalf("FindingRecord: %v; mark: %v", recordErr, markErr)
 	}
@@ -491,12 +498,41 @@ func TestFindingsAreRecordedBesideTheMarkAndTheirStatesAfterIt(t *testing.T) {
 	}
 }
 
+// The findings note the run's sources as matched by it (source.run_id),
+// and the run's mark sorts the same sources (source.sorted), in
+// transactions of their own: the findings must not hold the sources' rows
+// when they wait for the mark, which would wait for the rows (a run hung
+// so, until its context ended). Once the mark is made, the rows are free.
+// Not parallel: it sets a hook of the driver's.
+func TestTheFindingsNoteTheSourcesTheMarkSorts(t *testing.T) {
+	ctx := context.Background()
+	s, app := twoCharges(t)
+	charge := reconcile.Evidence{Provider: "stripe", TxID: "ch_r:charge:1", Kind: reconcile.KindCharge, RawKind: "charge", EffectKey: "r:charge:1",
+		Amount: reconcile.Money{Minor: 1000, Currency: "EUR"}, Time: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	source := ingestWithRejects(t, s, "night.csv", false, []reconcile.Evidence{charge}, nil)
+	free := func() error {
+		return pgx.BeginFunc(ctx, app, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT 1 FROM source WHERE id = $1 FOR UPDATE NOWAIT`, source)
+			return err
+		})
+	}
+	recordErr, markErr := markedBeside(t, s, []int64{source}, func() error { return nil }, free)
+	if recordErr != nil || markErr != nil {
+		t.Fatalf("FindingRecord: %v; mark: %v", recordErr, markErr)
+	}
+	var runID string
+	var sorted bool
+	if err := app.QueryRow(ctx, `SELECT run_id, sorted FROM source WHERE id = $1`, source).Scan(&runID, &sorted); err != nil || runID != "run_m" || !sorted {
+		t.Errorf("source matched by %q, sorted %v (%v); want run_m, sorted", runID, sorted, err)
+	}
+}
+
 // A mark that fails fails the findings' record: nothing of them is kept.
 func TestAFailedMarkFailsTheFindings(t *testing.T) {
 	ctx := context.Background()
 	s, app := twoCharges(t)
 	refused := errors.New("the mark refused")
-	recordErr, markErr := markedBeside(t, s, func() error { return refused })
+	recordErr, markErr := markedBeside(t, s, nil, func() error { return refused }, nil)
 	if !errors.Is(recordErr, refused) || !errors.Is(markErr, refused) {
 		t.Errorf("FindingRecord: %v; mark: %v; want both %v", recordErr, markErr, refused)
 	}
