@@ -29,7 +29,8 @@ is read transparently), detects its format, and accounts for every row: evidence
 the line and the reason) or ignored (with the reason). It writes each input's evidence and
 rejected rows to the ledger in one transaction, so an input that turns out unreadable halfway
 leaves nothing behind. Content already ingested (the same SHA-256, or the same S3 ETag) is
-skipped. With --check it writes nothing and needs no ledger.
+skipped. The first run given an input ingested here reports all it holds, as if it had read it
+itself; later runs read it as earlier evidence. With --check it writes nothing and needs no ledger.
 
 Exit status: 0 when every input could be read (rejected rows are reported, not fatal), 2 when an
 input cannot be read at all (the others are still read).
