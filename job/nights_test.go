@@ -34,8 +34,8 @@ import (
 // world does: a line read again, a late second charge of a confirmed
 // effect, one found only by its payment intent, a refund a person made in
 // the dashboard, a fee naming its charge, a charge with no id at all, a
-// malformed row; and a person decides on two of the second night's
-// findings. The second night's dump is ingested on its own before its run,
+// malformed row, the charge of an effect a person abandoned; and a person
+// decides on four of the second night's findings. The second night's dump is ingested on its own before its run,
 // and the third night is given the second night's report again. On
 // PostgreSQL the nights are also matched by two workers (Distribute), and
 // run once more on inputs all ingested on their own first (read back from
@@ -199,9 +199,10 @@ type nightEffect struct {
 	amount            int64
 }
 
-// confirmedCharges lists the charge effects that a world's report, at
-// report, confirms: one charge of their payment intent, of their amount.
-func confirmedCharges(t *testing.T, effects []reconcile.Effect, report string) []nightEffect {
+// chargesOf lists the charge effects that a world's report, at report,
+// confirms (one charge of their payment intent, of their amount), and
+// those attempted before the time before that it holds no charge of.
+func chargesOf(t *testing.T, effects []reconcile.Effect, report string, before time.Time) (confirmed, missing []nightEffect) {
 	t.Helper()
 	f, err := os.Open(report)
 	if err != nil {
@@ -223,8 +224,7 @@ func confirmedCharges(t *testing.T, effects []reconcile.Effect, report string) [
 			charges[key] = append(charges[key], r[col["source_id"]]+" "+r[col["gross"]])
 		}
 	}
-	var out []nightEffect
-	for _, e := range effects {
+	for i, e := range effects {
 		var req struct {
 			Amount   int64  `json:"amount"`
 			Currency string `json:"currency"`
@@ -234,15 +234,19 @@ func confirmedCharges(t *testing.T, effects []reconcile.Effect, report string) [
 		}
 		id := strings.TrimPrefix(e.ExternalID, "pi_")
 		exp, _ := reconcile.Exponent("stripe", strings.ToUpper(req.Currency))
-		if e.Step == "charge" && e.Status == reconcile.StatusConfirmed &&
-			slices.Equal(slices.Compact(charges[e.Key]), []string{"ch_" + id + " " + reconcile.FormatMinor(req.Amount, exp)}) {
-			out = append(out, nightEffect{e.Key, id, req.Currency, req.Amount})
+		switch {
+		case e.Step != "charge":
+		case e.Status == reconcile.StatusConfirmed &&
+			slices.Equal(slices.Compact(charges[e.Key]), []string{"ch_" + id + " " + reconcile.FormatMinor(req.Amount, exp)}):
+			confirmed = append(confirmed, nightEffect{e.Key, id, req.Currency, req.Amount})
+		case e.Status == reconcile.StatusAttempted && len(charges[e.Key]) == 0 && e.CreatedAt.Before(before):
+			missing = append(missing, nightEffect{e.Key, fmt.Sprintf("lost%d", i), req.Currency, req.Amount})
 		}
 	}
-	if len(out) < 8 {
-		t.Fatalf("the world holds %d confirmed charges", len(out))
+	if len(confirmed) < 8 {
+		t.Fatalf("the world holds %d confirmed charges", len(confirmed))
 	}
-	return out
+	return confirmed, missing
 }
 
 // itemizedHeader is the header of fixtures.World's itemized reports.
@@ -280,10 +284,10 @@ func writeFile(t *testing.T, path string, write func(*os.File) error) string {
 // writeNights writes three nights' worlds and hand-written lines.
 func writeNights(t *testing.T, seed uint64) []*night {
 	dir := t.TempDir()
-	rates := fixtures.Rates{Duplicated: 0.06, Missing: 0.05, Mismatched: 0.05, Unexpected: 0.05, Pending: 0.05,
+	rates := fixtures.Rates{Duplicated: 0.06, Missing: 0.1, Mismatched: 0.05, Unexpected: 0.05, Pending: 0.05,
 		Refunds: 0.2, Outside: 0.1, Fees: 0.05, Reissued: 0.1}
 	var nights []*night
-	var worlds [][]nightEffect
+	var worlds, lost [][]nightEffect // each world's confirmed and missing charges
 	for day, prefix := range []string{"a", "b", "c"} {
 		w := fixtures.NewWorldWith(60+int(seed)*7, rates, seed*3+uint64(day), fixtures.Options{Prefix: prefix, Days: day})
 		report := writeFile(t, filepath.Join(dir, prefix+".csv"), func(f *os.File) error { return w.WriteItemized(f) })
@@ -296,7 +300,11 @@ func writeNights(t *testing.T, seed uint64) []*night {
 		at := fixtures.Start.Add(time.Duration(day)*24*time.Hour + 10*time.Hour)
 		switch day {
 		case 1:
-			a, b := worlds[0], confirmedCharges(t, w.Effects, report)
+			a := worlds[0]
+			b, bLost := chargesOf(t, w.Effects, report, w.End.Add(-4*time.Hour))
+			if len(bLost) < 2 {
+				t.Fatalf("the second world holds %d missing charges", len(bLost))
+			}
 			n.alone = []string{events}
 			n.inputs = append(n.inputs, writeFile(t, filepath.Join(dir, "b-more.csv"), func(f *os.File) error {
 				_, err := f.WriteString(itemizedHeader +
@@ -318,7 +326,9 @@ func writeNights(t *testing.T, seed uint64) []*night {
 				return err
 			}))
 			n.decide = []ledgerdb.ResolveParams{{EffectKey: a[1].key, As: reconcile.ResolutionCompensated, By: "finance"},
-				{EffectKey: a[3].key, As: reconcile.ResolutionConfirmed, By: "finance"}}
+				{EffectKey: a[3].key, As: reconcile.ResolutionConfirmed, By: "finance"},
+				{EffectKey: bLost[0].key, As: reconcile.ResolutionAbandoned, By: "finance"},
+				{EffectKey: bLost[1].key, As: reconcile.ResolutionAbandoned, By: "finance"}}
 			n.check = func(t *testing.T, results [][]string) {
 				t.Helper()
 				for _, want := range []struct {
@@ -332,9 +342,12 @@ func writeNights(t *testing.T, seed uint64) []*night {
 				if found(results[1], a[0].key, "") {
 					t.Errorf("night 2 reports %s again for a line read again", a[0].key)
 				}
+				if !found(results[1], bLost[0].key, reconcile.ClassMissing) {
+					t.Errorf("night 2 does not find %s missing", bLost[0].key)
+				}
 			}
 		case 2:
-			a, b := worlds[0], worlds[1]
+			a, b, bLost := worlds[0], worlds[1], lost[1]
 			n.inputs = append(n.inputs, nights[1].inputs[0], writeFile(t, filepath.Join(dir, "c-more.csv"), func(f *os.File) error {
 				_, err := f.WriteString(itemizedHeader +
 					// last night's late charge, read again, after a person
@@ -349,7 +362,9 @@ func writeNights(t *testing.T, seed uint64) []*night {
 					line("txn_y4", at, a[4].currency, "charge", "ch_"+a[4].id+"late", "ch_"+a[4].id+"late", "", a[4].key, "", a[4].amount) +
 					line("txn_y5", at, a[6].currency, "charge", "ch_"+a[6].id+"late", "ch_"+a[6].id+"late", "", a[6].key, "", a[6].amount) +
 					// a third charge of the payment intent a person said was charged once
-					line("txn_y6", at, a[3].currency, "charge", "ch_"+a[3].id+"pi2", "ch_"+a[3].id+"pi2", "pi_"+a[3].id, "", "", a[3].amount))
+					line("txn_y6", at, a[3].currency, "charge", "ch_"+a[3].id+"pi2", "ch_"+a[3].id+"pi2", "pi_"+a[3].id, "", "", a[3].amount) +
+					// the charge of an effect a person abandoned, made after all
+					line("txn_y7", at, bLost[0].currency, "charge", "ch_"+bLost[0].id, "ch_"+bLost[0].id, "pi_"+bLost[0].id, bLost[0].key, "", bLost[0].amount))
 				return err
 			}))
 			n.check = func(t *testing.T, results [][]string) {
@@ -362,9 +377,13 @@ func writeNights(t *testing.T, seed uint64) []*night {
 				if found(results[2], a[1].key, "") {
 					t.Errorf("night 3 reopens %s, resolved, for a line read again", a[1].key)
 				}
+				if found(results[2], bLost[1].key, "") {
+					t.Errorf("night 3 reports %s, abandoned, with nothing new", bLost[1].key)
+				}
 			}
 		}
-		worlds = append(worlds, confirmedCharges(t, w.Effects, report))
+		confirmed, missing := chargesOf(t, w.Effects, report, w.End.Add(-4*time.Hour))
+		worlds, lost = append(worlds, confirmed), append(lost, missing)
 		nights = append(nights, n)
 	}
 	return nights
