@@ -48,7 +48,7 @@ func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
 			size := int(seed%3)*5 + 1
 			want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, nightRuns{size: size})
 			for _, how := range []nightRuns{{driver: "sqlite", alone: true}, {driver: "postgres"}, {driver: "postgres", workers: 2},
-				{driver: "postgres", alone: true}} {
+				{driver: "postgres", alone: true}, {driver: "postgres", workers: 2, alone: true}} {
 				how.size = size
 				got := runNights(t, ledgerdbtest.New(t, how.driver), nights, how)
 				for i := range nights {
