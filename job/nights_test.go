@@ -66,8 +66,9 @@ func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
 
 // A world of every provider's formats, read on a second night again from
 // files of the same transactions in another order (new files to the
-// manifest), gives the same results on both ledgers, and finds nothing
-// the first night did not: no transaction is new.
+// manifest), and on a third from half of them in a third order, gives the
+// same results on both ledgers, and finds nothing the first night did not:
+// no transaction is new.
 func TestAWorldReadAgainFindsTheSameOnBothLedgers(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -79,7 +80,7 @@ func TestAWorldReadAgainFindsTheSameOnBothLedgers(t *testing.T) {
 
 func readAgain(t *testing.T, w *fixtures.MultiWorld) {
 	var nights []*night
-	for i, order := range []uint64{3, 8} {
+	for i, order := range []uint64{3, 8, 13} {
 		dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -87,6 +88,9 @@ func readAgain(t *testing.T, w *fixtures.MultiWorld) {
 		paths, err := w.WriteFiles(dir, order)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if i == 2 {
+			paths = paths[:len(paths)/2]
 		}
 		n := &night{inputs: paths, end: fixtures.Start.Add(time.Duration(10+i) * 24 * time.Hour), lag: w.Lag}
 		if i == 0 {
@@ -101,7 +105,7 @@ func readAgain(t *testing.T, w *fixtures.MultiWorld) {
 			t.Errorf("night %d differs (-sqlite +postgres):\n%s", i+1, diff)
 		}
 	}
-	var counts [2]map[string]int
+	var counts [3]map[string]int
 	for i := range counts {
 		if err := json.Unmarshal([]byte(want[i][0]), &counts[i]); err != nil {
 			t.Fatal(err)
@@ -110,9 +114,14 @@ func readAgain(t *testing.T, w *fixtures.MultiWorld) {
 	if counts[0][string(reconcile.ClassDuplicated)] == 0 {
 		t.Fatalf("the first night finds no duplicate: %v", counts[0])
 	}
-	for class, n := range counts[1] {
-		if n > counts[0][class] || class == string(reconcile.ClassUnexpected) && n > 0 {
-			t.Errorf("read again, %d %s against %d the first night", n, class, counts[0][class])
+	for i := 1; i < len(counts); i++ {
+		for class, n := range counts[i] {
+			if i == 2 && class == string(reconcile.ClassPending) {
+				continue // half the files may cover less time: missing then, pending now
+			}
+			if n > counts[0][class] || class == string(reconcile.ClassUnexpected) && n > 0 {
+				t.Errorf("night %d, read again: %d %s against %d the first night", i+1, n, class, counts[0][class])
+			}
 		}
 	}
 	if counts[1][string(reconcile.ClassDuplicated)] != counts[0][string(reconcile.ClassDuplicated)] {
