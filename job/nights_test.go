@@ -2,8 +2,10 @@ package job
 
 import (
 	"context"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"reconcile"
 	"reconcile/clock"
@@ -34,8 +37,10 @@ import (
 // world does: a line read again, a late second charge of a confirmed
 // effect, one found only by its payment intent, a refund a person made in
 // the dashboard, a fee naming its charge, a charge with no id at all, a
-// malformed row, the charge of an effect a person abandoned; and a person
-// decides on four of the second night's findings. The second night's dump
+// malformed row, the charge of an effect a person abandoned, a second
+// charge of an effect the application gave another external id after the
+// first night; and a person decides on four of the second night's
+// findings. The second night's dump
 // is ingested on its own before its run, and the third night is given the
 // second night's report again. The nights also run on inputs all ingested
 // on their own first (read back from the ledger, where a run keeps what
@@ -201,8 +206,10 @@ type night struct {
 	lag           time.Duration
 	// check looks for what the hand-written lines must have made.
 	check func(t *testing.T, results [][]string)
-	// decide is what a person decides after the night's run.
+	// decide is what a person decides after the night's run; app, a
+	// statement the application runs on the ledger then.
 	decide []ledgerdb.ResolveParams
+	app    string
 }
 
 // nightEffect is what the hand-written lines use of an effect: its key,
@@ -333,11 +340,16 @@ func writeNights(t *testing.T, seed uint64) []*night {
 					line("txn_x4", at, a[4].currency, "fee", "", "", "", a[4].key, "", -30) +
 					// a refund a person made, named by its charge and key alone
 					line("txn_x7", at, a[6].currency, "refund", "re_"+a[6].id+"p", "ch_"+a[6].id, "", a[6].key, "", -a[6].amount) +
+					// a second charge, by key, of the effect whose id changed
+					line("txn_x8", at, a[7].currency, "charge", "ch_"+a[7].id+"late", "ch_"+a[7].id+"late", "", a[7].key, "", a[7].amount) +
 					// a charge with no id, of tonight's effect
 					line("txn_x5", at, b[0].currency, "charge", "", "", "", b[0].key, "", b[0].amount) +
 					"txn_x6," + at.Format("2006-01-02 15:04:05") + ",,eur,ten,0,0,charge,ch_bad,,,,,ch_bad,,,\n")
 				return err
 			}))
+			// The application gives an effect another external id after
+			// the first night: its charge is found through the one it had.
+			nights[0].app = fmt.Sprintf(`UPDATE effect SET external_id = 'pi_%sx' WHERE key = '%s'`, a[7].id, a[7].key)
 			n.decide = []ledgerdb.ResolveParams{{EffectKey: a[1].key, As: reconcile.ResolutionCompensated, By: "finance"},
 				{EffectKey: a[3].key, As: reconcile.ResolutionConfirmed, By: "finance"},
 				{EffectKey: bLost[0].key, As: reconcile.ResolutionAbandoned, By: "finance"},
@@ -347,7 +359,7 @@ func writeNights(t *testing.T, seed uint64) []*night {
 				for _, want := range []struct {
 					key   string
 					class reconcile.Class
-				}{{a[1].key, reconcile.ClassDuplicated}, {a[3].key, reconcile.ClassDuplicated}} {
+				}{{a[1].key, reconcile.ClassDuplicated}, {a[3].key, reconcile.ClassDuplicated}, {a[7].key, reconcile.ClassDuplicated}} {
 					if !found(results[1], want.key, want.class) {
 						t.Errorf("night 2 does not find %s %s", want.key, want.class)
 					}
@@ -432,8 +444,34 @@ func runNights(t *testing.T, l *ledgerdbtest.Ledger, nights []*night, how nightR
 	for i, n := range nights {
 		res := runNight(t, store, fake, n, fmt.Sprintf("night_%d", i+1), n.inputs, how)
 		out = append(out, resultLines(res))
+		if n.app != "" {
+			appExec(t, l, n.app)
+		}
 	}
 	return out
+}
+
+// appExec runs statement on the ledger as the application does, on a
+// connection of its own.
+func appExec(t *testing.T, l *ledgerdbtest.Ledger, statement string) {
+	t.Helper()
+	var err error
+	if l.Driver == "sqlite" {
+		var db *sql.DB
+		if db, err = sql.Open("sqlite", strings.TrimPrefix(l.URL, "sqlite:")); err == nil {
+			_, err = db.Exec(statement)
+			err = errors.Join(err, db.Close())
+		}
+	} else {
+		var conn *pgx.Conn
+		if conn, err = pgx.Connect(context.Background(), l.URL); err == nil {
+			_, err = conn.Exec(context.Background(), statement)
+			err = errors.Join(err, conn.Close(context.Background()))
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", statement, err)
+	}
 }
 
 // runNight loads the night's effects, ingests those of its inputs it
