@@ -49,7 +49,8 @@ import (
 func TestNightsFindTheSameOnBothLedgers(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
+			// One seed at a time: each opens five ledgers, and two workers'
+			// connections, on the shared server.
 			nights := writeNights(t, seed)
 			size := int(seed%3)*5 + 1
 			want := runNights(t, ledgerdbtest.New(t, "sqlite"), nights, nightRuns{size: size})
