@@ -534,3 +534,53 @@ func resultLines(r *report.Result) []string {
 	}
 	return out
 }
+
+// A ledger that took duplicates handed to a person for final (before
+// matcher.IsFinal said otherwise) has them opened again by its migration:
+// the states as that version wrote them, the migration's statement run
+// again, and only the duplicate with an escalation is open.
+func TestAnUpgradeOpensTheDuplicatesLeftToAPerson(t *testing.T) {
+	migration := map[string]string{"sqlite": "../ledgerdb/sqlite/migrations/011_duplicates_for_a_person.sql",
+		"postgres": "../ledgerdb/postgres/migrations/025_duplicates_for_a_person.sql"}
+	for _, driver := range []string{"sqlite", "postgres"} {
+		t.Run(driver, func(t *testing.T) {
+			l := ledgerdbtest.New(t, driver)
+			store := l.Open(t, nil)
+			at := time.Date(2026, 11, 2, 3, 0, 0, 0, time.UTC)
+			var effects []reconcile.Effect
+			for _, key := range []string{"r:refund:1", "r:charge:2"} {
+				effects = append(effects, reconcile.Effect{Key: key, RunID: "r", Step: strings.Split(key, ":")[1], Provider: "stripe",
+					Status: reconcile.StatusConfirmed, ExternalID: "x_" + key, CreatedAt: at, ConfirmedAt: at,
+					Request: json.RawMessage(`{"amount": 100, "currency": "eur"}`)})
+			}
+			if err := store.EffectLoad(context.Background(), effects); err != nil {
+				t.Fatal(err)
+			}
+			appExec(t, l, `INSERT INTO run (id, status, started_at) VALUES ('run_old', 'succeeded', '2026-11-02T03:00:00.000Z')`)
+			for i, f := range []struct{ key, actions string }{
+				{"r:refund:1", `[{"kind": "escalate", "key": "r:refund:1:escalate:duplicated", "target": "r:refund:1", "outcome": "escalated"}]`},
+				{"r:charge:2", `[{"kind": "compensate", "key": "r:charge:2:compensate:ch_2", "target": "ch_2", "outcome": "applied"}]`},
+			} {
+				appExec(t, l, fmt.Sprintf(`INSERT INTO finding (run_id, seq, class, effect_key, provider, currency, expected_minor, observed_minor,
+  transactions, actions, reason) VALUES ('run_old', %d, 'duplicated', '%s', 'stripe', 'EUR', 100, 200, '[]', '%s', 'seen twice')`, i+1, f.key, f.actions))
+				appExec(t, l, fmt.Sprintf(`INSERT INTO effect_state (key, class, final, run_id, classified_at, since)
+  VALUES ('%s', 'duplicated', true, 'run_old', '2026-11-02T03:00:00.000Z', '2026-11-02T03:00:00.000Z')`, f.key))
+			}
+			statement, err := os.ReadFile(migration[driver])
+			if err != nil {
+				t.Fatal(err)
+			}
+			appExec(t, l, string(statement))
+			states, err := store.EffectStateGetMany(context.Background(), []string{"r:refund:1", "r:charge:2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := states["r:refund:1"]; st.Class != reconcile.ClassDuplicated || st.Final {
+				t.Errorf("the duplicate left to a person: %+v, want open", st)
+			}
+			if st := states["r:charge:2"]; st.Class != reconcile.ClassDuplicated || !st.Final {
+				t.Errorf("the duplicate compensated: %+v, want final", st)
+			}
+		})
+	}
+}
