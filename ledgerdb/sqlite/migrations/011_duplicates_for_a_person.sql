@@ -4,9 +4,8 @@
 -- a duplicate whose every action is a compensation that was made is final
 -- (matcher.IsFinal). The states taken for final that way are opened again,
 -- from the finding their run made, so that the next run reports them until
--- a person resolves them.
+-- a person resolves them. The findings are read once, not for each state.
 UPDATE effect_state SET final = 0
-WHERE class = 'duplicated' AND final AND EXISTS (
-  SELECT 1 FROM finding f, json_each(f.actions) a
-  WHERE f.run_id = effect_state.run_id AND f.effect_key = effect_state.key AND f.class = 'duplicated'
-    AND json_extract(a.value, '$.kind') <> 'compensate');
+WHERE class = 'duplicated' AND final AND (run_id, key) IN (
+  SELECT f.run_id, f.effect_key FROM finding f, json_each(f.actions) a
+  WHERE f.class = 'duplicated' AND json_extract(a.value, '$.kind') <> 'compensate');
