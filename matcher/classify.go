@@ -114,16 +114,20 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due, terse bo
 				continue
 			}
 			tx := &seen[i]
-			switch refunded, by := refundedBy(tx, d.Related); {
-			case refunded >= abs(tx.Amount.Minor):
-				d.Reason += fmt.Sprintf("; %s is refunded in full already (%s): no compensation", tx.ID, strings.Join(by, ", "))
-			case refunded > 0:
+			refunded, by := refundedBy(tx, d.Related)
+			if refunded > 0 && refunded < abs(tx.Amount.Minor) {
 				d.Reason += fmt.Sprintf("; %s is refunded in part already (%s): a person decides the rest", tx.ID, strings.Join(by, ", "))
 				partly = true
-			default:
-				d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.ActionCompensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
-					Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
+				continue
 			}
+			if refunded > 0 {
+				// The compensation asks the provider before it refunds: a
+				// refund the provider does not hold (one that failed, a line
+				// added to a file) leaves the customer charged twice.
+				d.Reason += fmt.Sprintf("; %s is refunded in full already (%s): the provider is asked before any refund", tx.ID, strings.Join(by, ", "))
+			}
+			d.Actions = append(d.Actions, reconcile.Action{Kind: reconcile.ActionCompensate, Key: reconcile.CompensationKey(e.Key, tx.ID), Target: tx.ID,
+				Outcome: reconcile.OutcomePlanned, Amount: reconcile.Money{Minor: abs(tx.Amount.Minor), Currency: tx.Amount.Currency}})
 		}
 		if partly {
 			d.Actions = append(d.Actions, escalate(e.Key, reconcile.ClassDuplicated))

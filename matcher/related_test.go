@@ -82,11 +82,11 @@ func TestRefundsOfOurChargesThatNoEffectMadeShowOnTheCharge(t *testing.T) {
 					return e
 				}()},
 			[]string{"confirmed r:charge:0 [ch_a] exp 1000 obs 1000 {}", "confirmed r:refund:0 [re_1] exp 1000 obs 1000 {}"}},
-		{"an extra charge a report shows refunded in full needs no compensation",
+		{"an extra charge a report shows refunded in full is compensated on the provider's word, not the report's",
 			[]Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0"),
 				refundOf("re_d", -1000, "r:charge:0", "ch_b", "")},
-			[]string{"duplicated r:charge:0 [ch_a ch_b] exp 1000 obs 2000 {} related [re_d]"}},
+			[]string{"duplicated r:charge:0 [ch_a ch_b] exp 1000 obs 2000 {compensate r:charge:0:compensate:ch_b} related [re_d]"}},
 		{"an extra charge refunded in part is compensated for the rest by a person",
 			[]Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0"),

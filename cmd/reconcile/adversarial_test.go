@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"reconcile"
+	"reconcile/ledgerdb"
 	"reconcile/ledgerdb/ledgerdbtest"
 	"reconcile/stripeapi/sandbox"
 )
@@ -41,6 +42,7 @@ type hostile struct {
 	// the job: a provider that answers for something else.
 	rewrite func(path string, body []byte) []byte
 	pages   string // the pager's address: a receiver that takes every page
+	ledger  ledgerdb.Store
 	mu      sync.Mutex
 	paged   []string // the bodies of the pages it took
 }
@@ -136,7 +138,7 @@ func (h *hostile) effect(key, step string, status reconcile.Status, extID string
 	if status == reconcile.StatusConfirmed {
 		e.ConfirmedAt = e.CreatedAt
 	}
-	if err := h.l.Open(h.t, nil).EffectLoad(context.Background(), []reconcile.Effect{e}); err != nil {
+	if err := h.store().EffectLoad(context.Background(), []reconcile.Effect{e}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -254,9 +256,17 @@ func (h *hostile) money(refunds, payments int) {
 	}
 }
 
+// store is the test's one handle on the ledger, opened when first used.
+func (h *hostile) store() ledgerdb.Store {
+	if h.ledger == nil {
+		h.ledger = h.l.Open(h.t, nil)
+	}
+	return h.ledger
+}
+
 func (h *hostile) status(key string) (reconcile.Status, string) {
 	h.t.Helper()
-	e, err := h.l.Open(h.t, nil).EffectGet(context.Background(), key)
+	e, err := h.store().EffectGet(context.Background(), key)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"reconcile"
+	"reconcile/ledgerdb/ledgerdbtest"
+	"reconcile/stripeapi/sandbox"
+)
+
+// Nights of `run --apply` on the provider's own nightly reports, while an
+// application goes on charging through the sandbox as applications do:
+// most charges once, some retried under a fresh key at once, some a night
+// or two later (a late duplicate of an effect an earlier night confirmed,
+// once or twice), some recorded and never sent, some sent and never
+// recorded as made, refunds made and refunds recorded but never sent.
+// Each night's report holds only that night's activity, the job's own
+// refunds and redeliveries of the night before among it; the provider
+// fails once a night on one of the job's calls. After two quiet nights
+// (one ordinary charge each, no failure), the sandbox's own record says every charge effect is paid
+// exactly once (its extra charges each refunded once, never the one the
+// ledger keeps) and every refund effect made once, and the ledger holds
+// every effect confirmed and final; nothing was sent to a person.
+func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				applyNights(t, l, seed)
+			})
+		})
+	}
+}
+
+// trader is the application of these nights: what it charged and recorded.
+type trader struct {
+	*hostile
+	clockMu  sync.Mutex
+	now      time.Time         // the sandbox's clock
+	charges  map[string]int64  // charge effect key → amount
+	refunds  map[string]string // refund effect key → the charge it refunds
+	late     map[int][]string  // night → charge effects retried under a fresh key that night
+	inflight map[int][]string  // night → charge effects sent that night, recorded the night before
+	n        int
+}
+
+func (s *trader) clock() time.Time {
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	return s.now
+}
+
+// at moves the sandbox's clock.
+func (s *trader) at(t time.Time) {
+	s.clockMu.Lock()
+	s.now = t
+	s.clockMu.Unlock()
+}
+
+func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64) {
+	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{}, inflight: map[int][]string{}}
+	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
+	rng := rand.New(rand.NewPCG(seed, 15))
+	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
+	start := time.Now().Add(-time.Duration(nights+1) * 24 * time.Hour).Truncate(time.Hour).UTC()
+	var kept []string // charge effects confirmed with their charge: refunds name them
+	var cut time.Time
+	for night := range nights {
+		day := start.Add(time.Duration(night) * 24 * time.Hour)
+		tick := func() time.Time { s.at(s.clock().Add(time.Minute)); return s.clock() }
+		s.at(day)
+		for _, key := range s.late[night] {
+			s.charge("late-"+key+fmt.Sprint(night), key, s.charges[key])
+		}
+		for _, key := range s.inflight[night] {
+			s.charge(key, key, s.charges[key])
+		}
+		if night < 4 {
+			for range 12 {
+				s.n++
+				key := fmt.Sprintf("shop_%d:charge:%d", night, s.n)
+				amount := int64(500 + rng.IntN(50)*100)
+				s.charges[key] = amount
+				created := tick()
+				switch r := rng.IntN(10); {
+				case r == 0: // recorded, then the application crashed before the call
+					s.effect(key, "charge", reconcile.StatusAttempted, "", created, chargeReq(key, amount))
+				case r == 1: // made, then the application crashed before it wrote the answer
+					s.effect(key, "charge", reconcile.StatusAttempted, "", created, chargeReq(key, amount))
+					s.charge(key, key, amount)
+				default:
+					pi, ch := s.charge(key, key, amount)
+					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, chargeReq(key, amount))
+					kept = append(kept, ch)
+					switch r {
+					case 2: // retried under a fresh key at once
+						s.charge("retry-"+key, key, amount)
+					case 3: // retried the next night
+						s.late[night+1] = append(s.late[night+1], key)
+					case 4: // retried the next night and the one after
+						s.late[night+1] = append(s.late[night+1], key)
+						s.late[night+2] = append(s.late[night+2], key)
+					}
+				}
+			}
+			for range 2 { // refunds of earlier charges, one made and one only recorded
+				if len(kept) < 4 {
+					break
+				}
+				ch := kept[rng.IntN(len(kept)-2)]
+				s.n++
+				key := fmt.Sprintf("shop_%d:refund:%d", night, s.n)
+				req := fmt.Sprintf(`{"charge": %q, "amount": 100, "currency": "eur", "metadata": {"effect_key": %q}}`, ch, key)
+				created := tick()
+				s.refunds[key] = ch
+				if rng.IntN(2) == 0 {
+					s.effect(key, "refund", reconcile.StatusAttempted, "", created, req)
+					continue
+				}
+				s.effect(key, "refund", reconcile.StatusConfirmed, s.refund(key, key, ch, 100), created, req)
+			}
+			// A charge recorded before the report's last line and sent after
+			// the run: the job may redeliver it first, under its key.
+			s.n++
+			key := fmt.Sprintf("shop_%d:charge:%d", night, s.n)
+			s.charges[key] = 900
+			s.effect(key, "charge", reconcile.StatusAttempted, "", tick(), chargeReq(key, 900))
+			s.inflight[night+1] = append(s.inflight[night+1], key)
+		}
+		// A last charge, so that the report covers charges, and every effect
+		// of the night: a shop charges every day.
+		s.n++
+		key := fmt.Sprintf("shop_%d:charge:%d", night, s.n)
+		s.charges[key] = 700
+		created := tick()
+		pi, _ := s.charge(key, key, 700)
+		s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, chargeReq(key, 700))
+		report := s.write(fmt.Sprintf("night%d.itemized.csv", night), s.since(cut))
+		cut = s.clock().Add(time.Hour) // the run, and its provider calls, an hour after the night's last line
+		s.at(cut)
+		if night < nights-2 { // the provider fails once on the night's first refund or payment
+			op := []string{sandbox.OpRefund, sandbox.OpCreatePaymentIntent}[rng.IntN(2)]
+			kind := []string{sandbox.FaultError500, sandbox.FaultDropAfter, sandbox.FaultUnavailable, sandbox.FaultRateLimit}[rng.IntN(4)]
+			s.sb.Inject(sandbox.Fault{Op: op, Kind: kind, Times: 1})
+			t.Logf("night %d: %s on %s", night+1, kind, op)
+		}
+		code, r, errOut := s.run([]string{report}, "--lag", "0")
+		s.sb.ClearFaults() // one the job did not meet is not the application's
+		if code != 0 || r == nil {
+			t.Fatalf("night %d exited %d: %s", night+1, code, errOut)
+		}
+		for _, d := range r.Discrepancies {
+			t.Logf("night %d: %s %s %v (%s)", night+1, d.Class, d.EffectKey, d.Actions, d.Reason)
+		}
+		if night == nights-1 { // the last actions' lines come back, nothing is left to do
+			for _, d := range r.Discrepancies {
+				for _, x := range d.Actions {
+					if d.Class != string(reconcile.ClassDuplicated) || x.Kind != "compensate" || x.Outcome != "skipped" {
+						t.Errorf("night %d, the last, still finds %s %s: %s %s", night+1, d.Class, d.EffectKey, x.Kind, x.Outcome)
+					}
+				}
+				if d.Class != string(reconcile.ClassDuplicated) {
+					t.Errorf("night %d, the last, still finds %s %s (%s)", night+1, d.Class, d.EffectKey, d.Reason)
+				}
+			}
+		}
+	}
+	s.check(t)
+}
+
+// since is the sandbox's itemized report of what happened at or after from.
+func (s *trader) since(from time.Time) string {
+	var b strings.Builder
+	if err := s.sb.ExportItemizedSince(&b, from); err != nil {
+		s.t.Fatal(err)
+	}
+	return b.String()
+}
+
+// check reads the sandbox's and the ledger's own records.
+func (s *trader) check(t *testing.T) {
+	t.Helper()
+	paid := map[string][]sandbox.Payment{}
+	for _, p := range s.sb.Payments() {
+		if p.Status == "succeeded" {
+			paid[p.Metadata["effect_key"]] = append(paid[p.Metadata["effect_key"]], p)
+		}
+	}
+	undone := map[string]int{} // charge → compensations that refunded it
+	made := map[string]int{}   // refund effect key → refunds made under it
+	for _, rf := range s.sb.Refunds() {
+		if rf.Metadata["compensates"] != "" {
+			undone[rf.Charge]++
+		}
+		made[rf.Metadata["effect_key"]]++
+	}
+	var keys []string
+	for key := range s.charges {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		_, kept := s.status(key)
+		left := 0
+		for _, p := range paid[key] {
+			switch {
+			case undone[p.ChargeID] > 1:
+				t.Errorf("%s: charge %s refunded %d times by compensations", key, p.ChargeID, undone[p.ChargeID])
+			case undone[p.ChargeID] == 1 && p.ID == kept:
+				t.Errorf("%s: the charge the ledger keeps (%s) was refunded", key, p.ID)
+			case undone[p.ChargeID] == 0:
+				left++
+			}
+		}
+		if left != 1 {
+			t.Errorf("%s: %d charges at the provider not undone, of %d; want exactly 1", key, left, len(paid[key]))
+		}
+	}
+	for key := range s.refunds {
+		if made[key] != 1 {
+			t.Errorf("%s: %d refunds made under it, want 1", key, made[key])
+		}
+	}
+	all := append(keys, slices.Collect(maps.Keys(s.refunds))...)
+	for _, rf := range s.sb.Refunds() {
+		if rf.Metadata["compensates"] != "" {
+			all = append(all, rf.Metadata["effect_key"])
+		}
+	}
+	states, err := s.store().EffectStateGetMany(t.Context(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range all {
+		want := reconcile.ClassConfirmed
+		if len(paid[key]) > 1 {
+			want = reconcile.ClassDuplicated
+		}
+		if st, ok := states[key]; !ok || st.Class != want || !st.Final {
+			t.Errorf("%s at the end: %s final %v (%v), want %s and final", key, st.Class, st.Final, ok, want)
+		}
+	}
+	if len(s.paged) != 0 {
+		t.Errorf("%d pages sent: %v", len(s.paged), s.paged)
+	}
+}
