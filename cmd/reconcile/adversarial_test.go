@@ -43,6 +43,7 @@ type hostile struct {
 	rewrite func(path string, body []byte) []byte
 	pages   string // the pager's address: a receiver that takes every page
 	ledger  ledgerdb.Store
+	env     []string // more of the runs' environment
 	mu      sync.Mutex
 	paged   []string // the bodies of the pages it took
 }
@@ -212,7 +213,7 @@ func (h *hostile) run(inputs []string, extra ...string) (int, *hostileResult, st
 	args := append([]string{"run", "--apply", "--ledger", h.l.URL, "--provider-url", h.url, "--provider-timeout", "5s", "--json", "-",
 		"--pager-webhook", h.pages}, extra...)
 	cmd := exec.Command(os.Args[0], append(args, inputs...)...)
-	cmd.Env = append(os.Environ(), mainEnv+"=1", "STRIPE_API_KEY=sk_test_job")
+	cmd.Env = append(append(os.Environ(), mainEnv+"=1", "STRIPE_API_KEY=sk_test_job"), h.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
