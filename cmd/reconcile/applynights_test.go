@@ -47,6 +47,10 @@ func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
 			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
 				applyNights(t, l, seed)
 			})
+			t.Run("postgres-distributed", func(t *testing.T) {
+				t.Parallel()
+				applyNights(t, ledgerdbtest.New(t, "postgres"), seed, "--distribute", "--workers", "2", "--partition-size", "4")
+			})
 		})
 	}
 }
@@ -79,7 +83,7 @@ func (s *trader) at(t time.Time) {
 	s.clockMu.Unlock()
 }
 
-func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64) {
+func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
@@ -185,15 +189,19 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64) {
 		}
 		crashAt := ""
 		if job.Failpoints && night < nights-2 && rng.IntN(2) == 0 {
-			crashAt = crashPoints[rng.IntN(len(crashPoints))]
+			points := crashPoints
+			if slices.Contains(args, "--distribute") {
+				points = append(points, "worker:matched")
+			}
+			crashAt = points[rng.IntN(len(points))]
 		}
-		code, r, errOut := s.runLater(report, crashAt)
+		code, r, errOut := s.runLater(report, crashAt, args)
 		for r == nil && code == -1 && crashAt != "" { // killed: the next attempt starts past its leases
 			t.Logf("night %d: killed at %s", night+1, crashAt)
 			crashAt = ""
-			code, r, errOut = s.runLater(report, "")
+			code, r, errOut = s.runLater(report, "", args)
 		}
-		s.sb.ClearFaults() // one the job did not meet is not the application's
+		s.sb.ClearFaults()                               // one the job did not meet is not the application's
 		if code != 0 && code != exitPerson || r == nil { // a person looks at a retry refunded in part
 			t.Fatalf("night %d exited %d: %s", night+1, code, errOut)
 		}
@@ -227,12 +235,12 @@ type decision struct {
 var crashPoints = []string{"compensate:claimed", "compensate:called", "redeliver:claimed", "redeliver:called", "run:acted"}
 
 // runLater runs `run --apply` over report, killed at crashAt when it is
-// set, with the runs' clock a little later than the last run's: past a
+// set, with args, and with the runs' clock a little later than the last run's: past a
 // killed run's leases (of a second), as a night is past the one before.
-func (s *trader) runLater(report, crashAt string) (int, *hostileResult, string) {
+func (s *trader) runLater(report, crashAt string, args []string) (int, *hostileResult, string) {
 	s.runs++
 	s.env = []string{"RECONCILE_TEST_CRASH_AT=" + crashAt, s.later()}
-	return s.run([]string{report}, "--lag", "0", "--lease", "1s", "--provider-timeout", "500ms")
+	return s.run([]string{report}, append([]string{"--lag", "0", "--lease", "1s", "--provider-timeout", "500ms"}, args...)...)
 }
 
 // later is the clock offset of the next command: two seconds a command.
