@@ -29,7 +29,9 @@ import (
 // recorded before the report was cut and sent after the run; refunds made,
 // and refunds recorded but never sent. Each night's report holds only that
 // night's activity, the job's refunds and redeliveries of the night before
-// among it; the provider fails once a night on one of the job's calls, and
+// among it; beside it, on some nights, the application's webhook log (every
+// event so far) and last night's report again, on some ingested on their
+// own first. The provider fails once a night on one of the job's calls, and
 // in a binary built with failpoints half of the runs are killed at one and
 // run again. After two quiet nights (an ordinary charge each, no failure),
 // the sandbox's own record says every charge effect is paid exactly once
@@ -92,6 +94,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 	start := time.Now().Add(-time.Duration(nights+1) * 24 * time.Hour).Truncate(time.Hour).UTC()
 	var kept []string // charge effects confirmed with their charge: refunds name them
 	var cut time.Time
+	var last string // last night's report
 	for night := range nights {
 		day := start.Add(time.Duration(night) * 24 * time.Hour)
 		tick := func() time.Time { s.at(s.clock().Add(time.Minute)); return s.clock() }
@@ -179,6 +182,24 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		pi, _ := s.charge(key, key, 700)
 		s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, chargeReq(key, 700))
 		report := s.write(fmt.Sprintf("night%d.itemized.csv", night), s.since(cut))
+		inputs := []string{report}
+		if rng.IntN(2) == 0 { // the application's webhook log, every event so far
+			var b strings.Builder
+			if err := s.sb.ExportEvents(&b); err != nil {
+				t.Fatal(err)
+			}
+			inputs = append(inputs, s.write(fmt.Sprintf("events%d.jsonl", night), b.String()))
+		}
+		if night > 0 && rng.IntN(3) == 0 { // last night's report, given again
+			inputs = append(inputs, last)
+		}
+		last = report
+		if rng.IntN(3) == 0 { // ingested on their own before the run
+			s.runs++
+			if code, _, errOut := s.command(append([]string{"ingest", "--ledger", s.l.URL}, inputs...)...); code != 0 {
+				t.Fatalf("night %d: ingest exited %d: %s", night+1, code, errOut)
+			}
+		}
 		cut = s.clock().Add(time.Hour) // the run, and its provider calls, an hour after the night's last line
 		s.at(cut)
 		if night < nights-2 { // the provider fails once on the night's first refund or payment
@@ -195,11 +216,11 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			}
 			crashAt = points[rng.IntN(len(points))]
 		}
-		code, r, errOut := s.runLater(report, crashAt, args)
+		code, r, errOut := s.runLater(inputs, crashAt, args)
 		for r == nil && code == -1 && crashAt != "" { // killed: the next attempt starts past its leases
 			t.Logf("night %d: killed at %s", night+1, crashAt)
 			crashAt = ""
-			code, r, errOut = s.runLater(report, "", args)
+			code, r, errOut = s.runLater(inputs, "", args)
 		}
 		s.sb.ClearFaults()                               // one the job did not meet is not the application's
 		if code != 0 && code != exitPerson || r == nil { // a person looks at a retry refunded in part
@@ -234,13 +255,13 @@ type decision struct {
 // crashPoints are where a night's run may be killed.
 var crashPoints = []string{"compensate:claimed", "compensate:called", "redeliver:claimed", "redeliver:called", "run:acted"}
 
-// runLater runs `run --apply` over report, killed at crashAt when it is
+// runLater runs `run --apply` over inputs, killed at crashAt when it is
 // set, with args, and with the runs' clock a little later than the last run's: past a
 // killed run's leases (of a second), as a night is past the one before.
-func (s *trader) runLater(report, crashAt string, args []string) (int, *hostileResult, string) {
+func (s *trader) runLater(inputs []string, crashAt string, args []string) (int, *hostileResult, string) {
 	s.runs++
 	s.env = []string{"RECONCILE_TEST_CRASH_AT=" + crashAt, s.later()}
-	return s.run([]string{report}, append([]string{"--lag", "0", "--lease", "1s", "--provider-timeout", "500ms"}, args...)...)
+	return s.run(inputs, append([]string{"--lag", "0", "--lease", "1s", "--provider-timeout", "500ms"}, args...)...)
 }
 
 // later is the clock offset of the next command: two seconds a command.
