@@ -25,9 +25,11 @@ func IsFinal(d *reconcile.Discrepancy) bool {
 
 // ConfirmingID is the external id an attempted effect is confirmed with when
 // evidence confirms it: the payment intent for a charge made through one
-// (what applications record for Stripe), else the transaction's own id.
+// (what applications record for Stripe), else the transaction's own id. A
+// refund's is its own: the intent it carries is its charge's, which every
+// refund of that charge shares.
 func ConfirmingID(tx *reconcile.Transaction) string {
-	if tx.PaymentIntent != "" {
+	if tx.PaymentIntent != "" && tx.Kind == reconcile.KindCharge {
 		return tx.PaymentIntent
 	}
 	return tx.ID

@@ -363,7 +363,10 @@ type externalID struct {
 
 // link finds the effect a transaction belongs to: by effect key first, then
 // by the provider's ids against the ledger's external ids. A link only holds
-// when the effect's step makes transactions of the transaction's kind.
+// when the effect's step makes transactions of the transaction's kind. A
+// transaction that names an effect by key which is not in this run's scope
+// (one closed already) links by its own id alone, not by the ids it shares
+// with others: two refunds of one charge carry its payment intent and id.
 func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byExternal map[externalID]int) (int, bool) {
 	for _, k := range tx.EffectKeys {
 		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {
@@ -371,6 +374,9 @@ func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byE
 		}
 	}
 	for _, id := range providerIDs(tx) {
+		if len(tx.EffectKeys) > 0 && id != tx.ID && (id == tx.PaymentIntent || id == tx.ParentTxID) {
+			continue
+		}
 		if i, ok := byExternal[externalID{tx.Provider, id, tx.Kind}]; ok {
 			return i, true
 		}

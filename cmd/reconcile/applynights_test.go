@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -68,6 +69,7 @@ type trader struct {
 	inflight map[int][]string   // night → charge effects sent that night, recorded the night before
 	decide   map[int][]decision // night → duplicates a person decides that morning
 	decided  []string           // the effects a person resolved
+	cur      map[string]string  // charge effect key → its currency
 	n        int                // effects made
 	runs     int                // runs started
 }
@@ -87,12 +89,12 @@ func (s *trader) at(t time.Time) {
 
 func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
-		inflight: map[int][]string{}, decide: map[int][]decision{}}
+		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
 	start := time.Now().Add(-time.Duration(nights+1) * 24 * time.Hour).Truncate(time.Hour).UTC()
-	var kept []string // charge effects confirmed with their charge: refunds name them
+	var kept []paid // charges of effects confirmed with them: refunds name them
 	var cut time.Time
 	var last string // last night's report
 	for night := range nights {
@@ -100,10 +102,10 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		tick := func() time.Time { s.at(s.clock().Add(time.Minute)); return s.clock() }
 		s.at(day)
 		for _, key := range s.late[night] {
-			s.charge("late-"+key+fmt.Sprint(night), key, s.charges[key])
+			s.pay("late-"+key+fmt.Sprint(night), key)
 		}
 		for _, key := range s.inflight[night] {
-			s.charge(key, key, s.charges[key])
+			s.pay(key, key)
 		}
 		for _, d := range s.decide[night] { // paged last night: refunds the rest by hand, and says so
 			s.refund("", "", d.extra, d.rest)
@@ -118,32 +120,33 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			for range 12 {
 				s.n++
 				key := fmt.Sprintf("shop_%d:charge:%d", night, s.n)
-				amount := int64(500 + rng.IntN(50)*100)
-				s.charges[key] = amount
+				cur := currencies[rng.IntN(len(currencies))]
+				amount := int64(500+rng.IntN(50)*100) * cur.scale
+				s.charges[key], s.cur[key] = amount, cur.code
 				created := tick()
 				switch r := rng.IntN(10); {
 				case r == 0: // recorded, then the application crashed before the call
-					s.effect(key, "charge", reconcile.StatusAttempted, "", created, chargeReq(key, amount))
+					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
 				case r == 1: // made, then the application crashed before it wrote the answer
-					s.effect(key, "charge", reconcile.StatusAttempted, "", created, chargeReq(key, amount))
-					s.charge(key, key, amount)
+					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
+					s.pay(key, key)
 				default:
-					pi, ch := s.charge(key, key, amount)
-					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, chargeReq(key, amount))
-					kept = append(kept, ch)
+					pi, ch := s.pay(key, key)
+					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
+					kept = append(kept, paid{ch, cur})
 					switch r {
 					case 2: // retried under a fresh key at once
-						s.charge("retry-"+key, key, amount)
+						s.pay("retry-"+key, key)
 					case 3: // retried the next night
 						s.late[night+1] = append(s.late[night+1], key)
 					case 4: // retried the next night and the one after
 						s.late[night+1] = append(s.late[night+1], key)
 						s.late[night+2] = append(s.late[night+2], key)
 					case 5: // retried at once, and the retry refunded in full by a person in the dashboard
-						_, extra := s.charge("retry-"+key, key, amount)
+						_, extra := s.pay("retry-"+key, key)
 						s.refund("", "", extra, amount)
 					case 6: // retried at once, the retry refunded in part by a person, who decides the next day
-						_, extra := s.charge("retry-"+key, key, amount)
+						_, extra := s.pay("retry-"+key, key)
 						s.refund("", "", extra, amount/2)
 						s.decide[night+1] = append(s.decide[night+1], decision{key, extra, amount - amount/2})
 					}
@@ -154,23 +157,25 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 					break
 				}
 				ch := kept[rng.IntN(len(kept)-2)]
+				part := 100 * ch.cur.scale
 				s.n++
 				key := fmt.Sprintf("shop_%d:refund:%d", night, s.n)
-				req := fmt.Sprintf(`{"charge": %q, "amount": 100, "currency": "eur", "metadata": {"effect_key": %q}}`, ch, key)
+				req := fmt.Sprintf(`{"charge": %q, "amount": %d, "currency": %q, "metadata": {"effect_key": %q}}`, ch.charge, part, ch.cur.code, key)
 				created := tick()
-				s.refunds[key] = ch
+				s.refunds[key] = ch.charge
 				if rng.IntN(2) == 0 {
 					s.effect(key, "refund", reconcile.StatusAttempted, "", created, req)
 					continue
 				}
-				s.effect(key, "refund", reconcile.StatusConfirmed, s.refund(key, key, ch, 100), created, req)
+				s.effect(key, "refund", reconcile.StatusConfirmed, s.refund(key, key, ch.charge, part), created, req)
 			}
 			// A charge recorded before the report's last line and sent after
 			// the run: the job may redeliver it first, under its key.
 			s.n++
 			key := fmt.Sprintf("shop_%d:charge:%d", night, s.n)
 			s.charges[key] = 900
-			s.effect(key, "charge", reconcile.StatusAttempted, "", tick(), chargeReq(key, 900))
+			s.cur[key] = "eur"
+			s.effect(key, "charge", reconcile.StatusAttempted, "", tick(), s.req(key))
 			s.inflight[night+1] = append(s.inflight[night+1], key)
 		}
 		// A last charge, so that the report covers charges, and every effect
@@ -179,8 +184,9 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		key := fmt.Sprintf("shop_%d:charge:%d", night, s.n)
 		s.charges[key] = 700
 		created := tick()
-		pi, _ := s.charge(key, key, 700)
-		s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, chargeReq(key, 700))
+		s.cur[key] = "eur"
+		pi, _ := s.pay(key, key)
+		s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
 		report := s.write(fmt.Sprintf("night%d.itemized.csv", night), s.since(cut))
 		inputs := []string{report}
 		if rng.IntN(2) == 0 { // the application's webhook log, every event so far
@@ -243,6 +249,36 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		}
 	}
 	s.check(t)
+}
+
+// currencies are those of the charges: scale makes an amount of each about
+// the same money, in Stripe's minor units (none for the yen, three decimals
+// for the Bahraini dinar, whose last one Stripe wants zero).
+var currencies = []coin{{"eur", 1}, {"usd", 1}, {"jpy", 1}, {"bhd", 10}}
+
+type coin struct {
+	code  string
+	scale int64
+}
+
+// paid is a charge, in its currency.
+type paid struct {
+	charge string
+	cur    coin
+}
+
+// pay charges an effect's amount in its currency through the sandbox, as
+// the application does, under the idempotency key idem.
+func (s *trader) pay(idem, key string) (pi, ch string) {
+	out := s.post("/v1/payment_intents", idem, url.Values{"amount": {fmt.Sprint(s.charges[key])}, "currency": {s.cur[key]}, "confirm": {"true"},
+		"payment_method": {"pm_card_visa"}, "customer": {"cus_" + key}, "metadata[effect_key]": {key}})
+	return out["id"].(string), out["latest_charge"].(string)
+}
+
+// req is the request the application records for a charge effect.
+func (s *trader) req(key string) string {
+	return fmt.Sprintf(`{"amount": %d, "currency": %q, "customer": "cus_%s", "payment_method": "pm_card_visa", "metadata": {"effect_key": %q}}`,
+		s.charges[key], s.cur[key], key, key)
 }
 
 // decision is a duplicate whose extra charge a person refunded in part:
