@@ -364,9 +364,10 @@ type externalID struct {
 // link finds the effect a transaction belongs to: by effect key first, then
 // by the provider's ids against the ledger's external ids. A link only holds
 // when the effect's step makes transactions of the transaction's kind. A
-// transaction that names an effect by key which is not in this run's scope
-// (one closed already) links by its own id alone, not by the ids it shares
-// with others: two refunds of one charge carry its payment intent and id.
+// transaction that names an effect by key it does not link to here (one
+// closed already, out of this run's scope) links by its own id alone, not by
+// the ids it shares with others: two refunds of one charge carry the
+// charge's payment intent and id.
 func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byExternal map[externalID]int) (int, bool) {
 	for _, k := range tx.EffectKeys {
 		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {

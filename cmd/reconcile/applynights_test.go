@@ -23,7 +23,8 @@ import (
 )
 
 // Nights of `run --apply` on the provider's own nightly reports, while an
-// application goes on charging through the sandbox as applications do:
+// application goes on charging through the sandbox, and writing its rows
+// with plain SQL, as applications do:
 // most charges once, some retried under a fresh key at once, some a night
 // or two later (a late duplicate of an effect an earlier night closed),
 // some recorded and never sent, some sent and never recorded as made, some
@@ -70,8 +71,10 @@ type trader struct {
 	decide   map[int][]decision // night → duplicates a person decides that morning
 	decided  []string           // the effects a person resolved
 	cur      map[string]string  // charge effect key → its currency
-	n        int                // effects made
-	runs     int                // runs started
+	exec     func(query string, args ...any)
+	stamps   int
+	n        int // effects made
+	runs     int // runs started
 }
 
 func (s *trader) clock() time.Time {
@@ -104,8 +107,10 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		for _, key := range s.late[night] {
 			s.pay("late-"+key+fmt.Sprint(night), key)
 		}
-		for _, key := range s.inflight[night] {
-			s.pay(key, key)
+		for _, key := range s.inflight[night] { // the call, then the row, as the application makes them
+			pi, _ := s.pay(key, key)
+			s.exec(`UPDATE effect SET status = 'confirmed', external_id = $1, confirmed_at = $2 WHERE key = $3 AND status = 'attempted'`,
+				pi, s.stamp(s.clock()), key)
 		}
 		for _, d := range s.decide[night] { // paged last night: refunds the rest by hand, and says so
 			s.refund("", "", d.extra, d.rest)
@@ -279,6 +284,29 @@ func (s *trader) pay(idem, key string) (pi, ch string) {
 func (s *trader) req(key string) string {
 	return fmt.Sprintf(`{"amount": %d, "currency": %q, "customer": "cus_%s", "payment_method": "pm_card_visa", "metadata": {"effect_key": %q}}`,
 		s.charges[key], s.cur[key], key, key)
+}
+
+// effect writes an application's row as an application does: plain SQL,
+// its timestamps in one of the forms drivers write (on SQLite, text).
+func (s *trader) effect(key, step string, status reconcile.Status, extID string, created time.Time, request string) {
+	s.t.Helper()
+	if s.exec == nil {
+		s.exec = appDB(s.t, s.l)
+	}
+	var ext, confirmed any
+	if extID != "" {
+		ext, confirmed = extID, s.stamp(created)
+	}
+	s.exec(`INSERT INTO effect (key, run_id, step, provider, status, external_id, request, created_at, confirmed_at)
+		VALUES ($1, 'shop', $2, 'stripe', $3, $4, $5, $6, $7)`, key, step, string(status), ext, request, s.stamp(created), confirmed)
+}
+
+// stamp writes t as the application's driver might, in turn.
+func (s *trader) stamp(t time.Time) string {
+	s.stamps++
+	east := time.FixedZone("", 90*60)
+	forms := []string{t.UTC().Format(time.DateTime), t.UTC().Format("2006-01-02T15:04:05.000Z"), t.In(east).Format("2006-01-02 15:04:05.999999-07:00")}
+	return forms[s.stamps%len(forms)]
 }
 
 // decision is a duplicate whose extra charge a person refunded in part:
