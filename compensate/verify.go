@@ -14,7 +14,7 @@ import (
 // the transaction to refund exists, is ours (its metadata names the effect,
 // or it belongs to the effect's payment intent), is not the one kept, moved
 // the planned amount, succeeded and is not refunded; and the transaction
-// kept exists and is ours too. It returns the refund's id when the charge is
+// kept exists, is ours too and is not refunded in full. It returns the refund's id when the charge is
 // refunded in full already, or in words what does not check out. err is a
 // retrieval that failed: nothing is known.
 func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect) (refunded, problem string, err error) {
@@ -29,6 +29,10 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 			problem = "the transaction kept, " + problem
 		}
 		return "", problem, err
+	}
+	if k.Refunded >= k.Amount.Minor && k.Amount.Minor > 0 {
+		// Refunding the other one would leave the effect paid by no one.
+		return "", fmt.Sprintf("the transaction kept, %s, is refunded in full at the provider", k.ID), nil
 	}
 	c, problem, err := r.retrieve(ctx, p, x.Target, parent)
 	switch {

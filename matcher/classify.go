@@ -16,8 +16,9 @@ import (
 
 // classify decides the class of one effect from the transactions linked to
 // it. due is true when the effect is older than its provider's cutoff, so
-// that its evidence should have been seen by now; terse is Input.Terse.
-func classify(e *Effect, linked, related []*reconcile.Transaction, due, terse bool) reconcile.Discrepancy {
+// that its evidence should have been seen by now; terse is Input.Terse;
+// refunds are the run's refunds by the parent they name.
+func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction, due, terse bool) reconcile.Discrepancy {
 	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount, Related: copied(related)}
 	var seen []reconcile.Transaction
 	for _, tx := range linked {
@@ -78,7 +79,7 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due, terse bo
 			d.Reason = string(kind) + " " + tx.ID + " seen once, as requested" // most effects: no Sprintf
 		}
 	default:
-		keep := keeper(e, seen)
+		keep, why := keeper(e, seen, refunds)
 		var ids []string
 		for _, tx := range seen {
 			ids = append(ids, tx.ID)
@@ -102,10 +103,6 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due, terse bo
 			d.Actions = []reconcile.Action{escalate(e.Key, reconcile.ClassDuplicated)}
 			break
 		}
-		why := "the earliest"
-		if e.ExternalID != "" && slices.Contains(providerIDs(&seen[keep]), e.ExternalID) {
-			why = "the ledger's external id"
-		}
 		d.Reason = fmt.Sprintf("%s seen %d times at %s (%s); keeping %s (%s), compensating the other %d",
 			kind, len(seen), e.Provider, strings.Join(ids, ", "), seen[keep].ID, why, len(seen)-1)
 		partly := false
@@ -114,7 +111,7 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, due, terse bo
 				continue
 			}
 			tx := &seen[i]
-			refunded, by := refundedBy(tx, d.Related)
+			refunded, by := refundedBy(tx, refunds)
 			if refunded > 0 && refunded < abs(tx.Amount.Minor) {
 				d.Reason += fmt.Sprintf("; %s is refunded in part already (%s): a person decides the rest", tx.ID, strings.Join(by, ", "))
 				partly = true
@@ -169,29 +166,40 @@ func deferConflict(e *Effect, held, linked []*reconcile.Transaction) reconcile.D
 	return d
 }
 
-// keeper picks the transaction a duplicated effect keeps: the one the
-// ledger's external id names, else the earliest. seen is in a stable order.
-func keeper(e *Effect, seen []reconcile.Transaction) int {
-	best := -1
-	for i, tx := range seen {
-		named := e.ExternalID != "" && slices.Contains(providerIDs(&tx), e.ExternalID)
-		if !named {
+// keeper picks the transaction a duplicated effect keeps, and says why: of
+// those the refunds leave standing (all of them when none is), the
+// one the ledger's external id names, else the earliest. A charge refunded
+// in full is not kept: keeping it would refund the last one standing too.
+// seen is in a stable order.
+func keeper(e *Effect, seen []reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction) (int, string) {
+	standing := make([]bool, len(seen))
+	some := false
+	for i := range seen {
+		refunded, _ := refundedBy(&seen[i], refunds)
+		standing[i] = refunded < abs(seen[i].Amount.Minor)
+		some = some || standing[i]
+	}
+	named, best := -1, -1
+	for i := range seen {
+		if e.ExternalID == "" || !slices.Contains(providerIDs(&seen[i]), e.ExternalID) {
 			continue
 		}
-		if best < 0 || earlier(&tx, &seen[best]) {
-			best = i
+		if named < 0 || earlier(&seen[i], &seen[named]) {
+			named = i
 		}
 	}
-	if best >= 0 {
-		return best
+	if named >= 0 && (standing[named] || !some) {
+		return named, "the ledger's external id"
 	}
-	best = 0
 	for i := range seen {
-		if earlier(&seen[i], &seen[best]) {
+		if (standing[i] || !some) && (best < 0 || earlier(&seen[i], &seen[best])) {
 			best = i
 		}
 	}
-	return best
+	if named >= 0 {
+		return best, "the earliest not refunded: the ledger's " + seen[named].ID + " is refunded in full"
+	}
+	return best, "the earliest"
 }
 
 func earlier(a, b *reconcile.Transaction) bool {

@@ -244,6 +244,16 @@ func Match(in *Input) *Result {
 			related[e] = append(related[e], tx)
 		}
 	}
+	var refunds map[externalID][]*reconcile.Transaction // by the charge they name, whatever they link to
+	for i := range txs {
+		if tx := &txs[i]; tx.Kind == reconcile.KindRefund && tx.ParentTxID != "" {
+			if refunds == nil {
+				refunds = map[externalID][]*reconcile.Transaction{}
+			}
+			x := externalID{tx.Provider, tx.ParentTxID, reconcile.KindCharge}
+			refunds[x] = append(refunds[x], tx)
+		}
+	}
 	res.Discrepancies = make([]reconcile.Discrepancy, 0, len(effects)+len(unexpected))
 	for i := range effects {
 		e := &effects[i]
@@ -263,7 +273,7 @@ func Match(in *Input) *Result {
 			continue
 		}
 		cutoff, hasCutoff := in.Cutoff[e.Provider]
-		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], related[i], hasCutoff && !e.CreatedAt.After(cutoff), in.Terse))
+		res.Discrepancies = append(res.Discrepancies, classify(e, linked[i], related[i], refunds, hasCutoff && !e.CreatedAt.After(cutoff), in.Terse))
 	}
 	for _, tx := range unexpected {
 		if !claimed[tx] {
@@ -364,10 +374,10 @@ type externalID struct {
 // link finds the effect a transaction belongs to: by effect key first, then
 // by the provider's ids against the ledger's external ids. A link only holds
 // when the effect's step makes transactions of the transaction's kind. A
-// transaction that names an effect by key it does not link to here (one
-// closed already, out of this run's scope) links by its own id alone, not by
-// the ids it shares with others: two refunds of one charge carry the
-// charge's payment intent and id.
+// refund that names an effect by key it does not link to here (one closed
+// already, out of this run's scope) links by its own id alone, not by the
+// ids every refund of its charge carries: the charge's payment intent and
+// id.
 func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byExternal map[externalID]int) (int, bool) {
 	for _, k := range tx.EffectKeys {
 		if i, ok := byKey[k]; ok && fits(&effects[i], tx) {
@@ -375,7 +385,7 @@ func link(tx *reconcile.Transaction, effects []Effect, byKey map[string]int, byE
 		}
 	}
 	for _, id := range providerIDs(tx) {
-		if len(tx.EffectKeys) > 0 && id != tx.ID && (id == tx.PaymentIntent || id == tx.ParentTxID) {
+		if tx.Kind != reconcile.KindCharge && len(tx.EffectKeys) > 0 && id != tx.ID && (id == tx.PaymentIntent || id == tx.ParentTxID) {
 			continue
 		}
 		if i, ok := byExternal[externalID{tx.Provider, id, tx.Kind}]; ok {

@@ -120,20 +120,24 @@ func copied(txs []*reconcile.Transaction) []reconcile.Transaction {
 	return out
 }
 
-// refundedBy sums, by magnitude, the refunds among related that a
-// settlement report (not a webhook alone) shows and that name charge tx as
-// their parent, and returns their ids. Only those stand for a
-// compensation: anyone who can write a line into a webhook dump could
-// invent one.
-func refundedBy(tx *reconcile.Transaction, related []reconcile.Transaction) (int64, []string) {
+// refundedBy sums, by magnitude, the refunds of charge tx (those that name
+// it as their parent) that a settlement report (not a webhook alone) shows,
+// whoever made them: a person, the application, a compensation; and
+// returns their ids. refunds are the run's refunds by the parent they name.
+// Only a report's stand for a compensation: anyone who can write a line
+// into a webhook dump could invent one.
+func refundedBy(tx *reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction) (int64, []string) {
 	var sum int64
 	var ids []string
-	for i := range related {
-		r := &related[i]
-		if r.Kind != reconcile.KindRefund || r.Failed || !r.Corroborated || r.ParentTxID == "" || r.Amount.Currency != tx.Amount.Currency {
-			continue
-		}
-		if r.ParentTxID == tx.ID || r.ParentTxID == tx.ParentTxID {
+	parents := []string{tx.ID}
+	if tx.ParentTxID != "" && tx.ParentTxID != tx.ID {
+		parents = append(parents, tx.ParentTxID) // an Adyen booking's PSP reference
+	}
+	for _, parent := range parents {
+		for _, r := range refunds[externalID{tx.Provider, parent, reconcile.KindCharge}] {
+			if r.Failed || !r.Corroborated || r.Amount.Currency != tx.Amount.Currency {
+				continue
+			}
 			sum, _ = reconcile.AddMinor(sum, abs(r.Amount.Minor)) // saturated, it still covers the charge
 			ids = append(ids, r.ID)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -62,19 +63,22 @@ func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
 // trader is the application of these nights: what it charged and recorded.
 type trader struct {
 	*hostile
-	clockMu  sync.Mutex
-	now      time.Time          // the sandbox's clock
-	charges  map[string]int64   // charge effect key → amount
-	refunds  map[string]string  // refund effect key → the charge it refunds
-	late     map[int][]string   // night → charge effects retried under a fresh key that night
-	inflight map[int][]string   // night → charge effects sent that night, recorded the night before
-	decide   map[int][]decision // night → duplicates a person decides that morning
-	decided  []string           // the effects a person resolved
-	cur      map[string]string  // charge effect key → its currency
-	exec     func(query string, args ...any)
-	stamps   int
-	n        int // effects made
-	runs     int // runs started
+	clockMu   sync.Mutex
+	now       time.Time           // the sandbox's clock
+	charges   map[string]int64    // charge effect key → amount
+	refunds   map[string]string   // refund effect key → the charge it refunds
+	late      map[int][]string    // night → charge effects retried under a fresh key that night
+	inflight  map[int][]string    // night → charge effects sent that night, recorded the night before
+	decide    map[int][]decision  // night → duplicates a person decides that morning
+	decided   []string            // the effects a person resolved
+	repoint   map[int][][2]string // night → effects whose row the application points at their retry that morning
+	repointed map[string]bool
+	cur       map[string]string // charge effect key → its currency
+	exec      func(query string, args ...any)
+	stamps    int
+	n         int // effects made
+	answered  int // pages the person on call answered
+	runs      int // runs started
 }
 
 func (s *trader) clock() time.Time {
@@ -92,7 +96,8 @@ func (s *trader) at(t time.Time) {
 
 func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
-		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{}}
+		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
+		repoint: map[int][][2]string{}, repointed: map[string]bool{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
@@ -112,6 +117,11 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			s.exec(`UPDATE effect SET status = 'confirmed', external_id = $1, confirmed_at = $2 WHERE key = $3 AND status = 'attempted'`,
 				pi, s.stamp(s.clock()), key)
 		}
+		for _, r := range s.repoint[night] {
+			s.exec(`UPDATE effect SET external_id = $1 WHERE key = $2`, r[1], r[0])
+			s.repointed[r[0]] = true
+		}
+		s.onCall(t)
 		for _, d := range s.decide[night] { // paged last night: refunds the rest by hand, and says so
 			s.refund("", "", d.extra, d.rest)
 			s.runs++
@@ -138,7 +148,9 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				default:
 					pi, ch := s.pay(key, key)
 					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
-					kept = append(kept, paid{ch, cur})
+					if r != 7 { // the application refunds the charge its row names
+						kept = append(kept, paid{ch, cur})
+					}
 					switch r {
 					case 2: // retried under a fresh key at once
 						s.pay("retry-"+key, key)
@@ -154,6 +166,9 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 						_, extra := s.pay("retry-"+key, key)
 						s.refund("", "", extra, amount/2)
 						s.decide[night+1] = append(s.decide[night+1], decision{key, extra, amount - amount/2})
+					case 7: // retried at once, and the next morning the application records the retry's intent
+						retry, _ := s.pay("retry-"+key, key)
+						s.repoint[night+1] = append(s.repoint[night+1], [2]string{key, retry})
 					}
 				}
 			}
@@ -328,9 +343,10 @@ func (s *trader) runLater(inputs []string, crashAt string, args []string) (int, 
 	return s.run(inputs, append([]string{"--lag", "0", "--lease", "1s", "--provider-timeout", "500ms"}, args...)...)
 }
 
-// later is the clock offset of the next command: two seconds a command.
+// later is the clock offset of the next command: the sandbox's clock, and
+// two seconds more for each command, past a killed run's leases.
 func (s *trader) later() string {
-	return "RECONCILE_TEST_CLOCK_OFFSET=" + (time.Duration(s.runs) * 2 * time.Second).String()
+	return "RECONCILE_TEST_CLOCK_OFFSET=" + (s.clock().Sub(time.Now()) + time.Duration(s.runs)*2*time.Second).String()
 }
 
 // command runs another reconcile command in a child process, on the runs'
@@ -386,7 +402,7 @@ func (s *trader) check(t *testing.T) {
 			switch {
 			case undone[p.ChargeID] > 1:
 				t.Errorf("%s: charge %s refunded %d times by compensations", key, p.ChargeID, undone[p.ChargeID])
-			case undone[p.ChargeID] == 1 && p.ID == kept:
+			case undone[p.ChargeID] == 1 && p.ID == kept && !s.repointed[key]: // pointed at after it was refunded
 				t.Errorf("%s: the charge the ledger keeps (%s) was refunded", key, p.ID)
 			case refunded[p.ChargeID] < p.Amount:
 				left++
@@ -424,18 +440,74 @@ func (s *trader) check(t *testing.T) {
 			t.Errorf("%s at the end: %s final %v (%v), want %s and final", key, st.Class, st.Final, ok, want)
 		}
 	}
-	triggers := 0
-	for _, p := range s.paged {
-		if strings.Contains(p, `"event":"trigger"`) {
-			triggers++
-		}
-	}
-	if triggers != len(s.decided) {
-		t.Errorf("%d pages, want one for each duplicate refunded in part (%v): %v", triggers, s.decided, s.paged)
+	paged := map[string]int{}
+	for _, key := range s.triggers() {
+		paged[key]++
 	}
 	for _, key := range s.decided {
-		if n := s.pagedAbout(key); n < 1 || n > 2 { // triggered, and resolved
-			t.Errorf("%s named in %d pages, want its trigger and its resolution", key, n)
+		if paged[key+":escalate:duplicated"] != 1 {
+			t.Errorf("%s: paged %d times, want once", key, paged[key+":escalate:duplicated"])
+		}
+		delete(paged, key+":escalate:duplicated")
+	}
+	for key, n := range paged {
+		if n != 1 || !strings.HasSuffix(key, ":escalate:escalated") || !strings.Contains(key, ":compensate:") {
+			t.Errorf("paged %d times about %s: want only a decision on each duplicate refunded in part, and on each compensation in doubt", n, key)
 		}
 	}
+}
+
+// triggers are the escalations paged, in order.
+func (s *trader) triggers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for _, p := range s.paged {
+		var page struct {
+			Event      string `json:"event"`
+			Escalation struct {
+				Key string `json:"key"`
+			} `json:"escalation"`
+		}
+		if err := json.Unmarshal([]byte(p), &page); err != nil {
+			s.t.Fatalf("page %s: %v", p, err)
+		}
+		if page.Event == "trigger" {
+			keys = append(keys, page.Escalation.Key)
+		}
+	}
+	return keys
+}
+
+// onCall is the person the night's pages reach, the next morning: about a
+// compensation in doubt (the provider failed on the job's refund, which
+// the job does not send again), they refund the extra charge by hand when
+// the provider shows it, and another charge of the effect, standing, and
+// resolve the compensation.
+func (s *trader) onCall(t *testing.T) {
+	pages := s.triggers()
+	for _, key := range pages[s.answered:] {
+		comp, ok := strings.CutSuffix(key, ":escalate:escalated")
+		if !ok || !strings.Contains(comp, ":compensate:") {
+			continue
+		}
+		parent, ch, _ := strings.Cut(comp, ":compensate:")
+		var standing []sandbox.Payment
+		for _, p := range s.sb.Payments() {
+			if p.Metadata["effect_key"] == parent && p.Status == "succeeded" && p.Refunded < p.Amount {
+				standing = append(standing, p)
+			}
+		}
+		for _, p := range standing {
+			if p.ChargeID == ch && len(standing) > 1 {
+				s.refund("", "", ch, p.Amount-p.Refunded)
+			}
+		}
+		s.runs++
+		if code, _, errOut := s.command("resolve", comp, "--as", "compensated", "--note", "refunded "+ch+" by hand",
+			"--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
+			t.Fatalf("resolve %s exited %d: %s", comp, code, errOut)
+		}
+	}
+	s.answered = len(pages)
 }

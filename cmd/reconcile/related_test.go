@@ -84,6 +84,48 @@ func TestAnExtraChargeIsRefundedOnTheProvidersWordNotTheReports(t *testing.T) {
 	})
 }
 
+// The application's row names the charge that was refunded in full (a
+// person refunded it in the dashboard, or the job's own compensation did
+// and the application then recorded that charge's intent): the charge to
+// keep is the other one, and it is never refunded. When the report shows
+// the refund, the job keeps the other charge and makes nothing; when only
+// the provider knows of it (refunded after the report was cut), the refund
+// the report would call for is not made: a person decides.
+func TestTheChargeKeptIsNotOneRefundedInFull(t *testing.T) {
+	for _, inReport := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refund in the report %v", inReport), func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				h := newHostile(t, l)
+				h.charge("e", "shop:charge:e", 8000)
+				retry, extra := h.charge("e-retry", "shop:charge:e", 8000)
+				h.effect("shop:charge:e", "charge", reconcile.StatusConfirmed, retry, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:e", 8000))
+				var report string
+				if inReport {
+					h.refund("", "", extra, 8000)
+					report = h.report("itemized.csv", nil)
+				} else {
+					report = h.report("itemized.csv", nil)
+					h.refund("", "", extra, 8000)
+				}
+				code, r, errOut := h.run([]string{report})
+				if r == nil {
+					t.Fatalf("run exited %d with no result: %s", code, errOut)
+				}
+				h.money(1, 2)
+				_, reason, outcomes := h.finding(r, "shop:charge:e")
+				for _, o := range outcomes {
+					if o == "compensate:applied" {
+						t.Errorf("shop:charge:e: %v (%s): the charge left was refunded too", outcomes, reason)
+					}
+				}
+				if !inReport && (code != exitPerson || h.pagedAbout("shop:charge:e") != 1) {
+					t.Errorf("exit %d, %d pages about shop:charge:e; want %d and one page: %v (%s)", code, h.pagedAbout("shop:charge:e"), exitPerson, outcomes, reason)
+				}
+			})
+		})
+	}
+}
+
 // An extra charge a person refunded only in part is not refunded by the
 // job (a second refund would fail or take the rest without a decision):
 // a person decides.
