@@ -30,7 +30,7 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 		}
 		return "", problem, err
 	}
-	if k.Refunded >= k.Amount.Minor && k.Amount.Minor > 0 {
+	if undone(k) >= k.Amount.Minor && k.Amount.Minor > 0 {
 		// Refunding the other one would leave the effect paid by no one.
 		return "", fmt.Sprintf("the transaction kept, %s, is refunded in full at the provider", k.ID), nil
 	}
@@ -125,6 +125,23 @@ func keptOf(d *reconcile.Discrepancy) *reconcile.Transaction {
 		}
 	}
 	return nil
+}
+
+// undone is how much of charge c its refunds took back as a compensation
+// does: a person's (it names no effect) or a compensation's. A refund a
+// refund effect of the application made is that effect's money. Refunds
+// the provider did not list count whole.
+func undone(c *reconcile.Charge) int64 {
+	if len(c.Refunds) == 0 {
+		return c.Refunded
+	}
+	var sum int64
+	for _, r := range c.Refunds {
+		if r.Status != "failed" && r.Status != "canceled" && (r.EffectKey == "" || strings.Contains(r.EffectKey, ":compensate:")) {
+			sum, _ = reconcile.AddMinor(sum, r.Amount.Minor)
+		}
+	}
+	return sum
 }
 
 // refundDiffers says how a refund the provider made or a lookup found

@@ -17,7 +17,7 @@ import (
 // classify decides the class of one effect from the transactions linked to
 // it. due is true when the effect is older than its provider's cutoff, so
 // that its evidence should have been seen by now; terse is Input.Terse;
-// refunds are the run's refunds by the parent they name.
+// refunds are the refunds that undo charges, by the charge they name.
 func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction, due, terse bool) reconcile.Discrepancy {
 	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount, Related: copied(related)}
 	var seen []reconcile.Transaction
@@ -111,8 +111,10 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[e
 				continue
 			}
 			tx := &seen[i]
-			refunded, by := refundedBy(tx, refunds)
-			if refunded > 0 && refunded < abs(tx.Amount.Minor) {
+			refunded, by := refundedBy(tx, refunds, false)
+			if byHand, _ := refundedBy(tx, refunds, true); byHand > 0 && refunded < abs(tx.Amount.Minor) {
+				// A compensation's refund of another amount is its own doubt,
+				// which the compensation raises.
 				d.Reason += fmt.Sprintf("; %s is refunded in part already (%s): a person decides the rest", tx.ID, strings.Join(by, ", "))
 				partly = true
 				continue
@@ -167,7 +169,7 @@ func deferConflict(e *Effect, held, linked []*reconcile.Transaction) reconcile.D
 }
 
 // keeper picks the transaction a duplicated effect keeps, and says why: of
-// those the refunds leave standing (all of them when none is), the
+// those the refunds (a person's, a compensation's) leave standing (all of them when none is), the
 // one the ledger's external id names, else the earliest. A charge refunded
 // in full is not kept: keeping it would refund the last one standing too.
 // seen is in a stable order.
@@ -175,7 +177,7 @@ func keeper(e *Effect, seen []reconcile.Transaction, refunds map[externalID][]*r
 	standing := make([]bool, len(seen))
 	some := false
 	for i := range seen {
-		refunded, _ := refundedBy(&seen[i], refunds)
+		refunded, _ := refundedBy(&seen[i], refunds, false)
 		standing[i] = refunded < abs(seen[i].Amount.Minor)
 		some = some || standing[i]
 	}

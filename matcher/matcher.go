@@ -244,15 +244,23 @@ func Match(in *Input) *Result {
 			related[e] = append(related[e], tx)
 		}
 	}
-	var refunds map[externalID][]*reconcile.Transaction // by the charge they name, whatever they link to
+	// The refunds that take a charge back as a compensation does, by the
+	// charge they name: a person's (it names no effect) and the
+	// compensations'. One that names a refund effect of the application is
+	// that effect's money, not the undoing of a duplicate, whether or not
+	// the effect is in this run's scope.
+	var refunds map[externalID][]*reconcile.Transaction
 	for i := range txs {
-		if tx := &txs[i]; tx.Kind == reconcile.KindRefund && tx.ParentTxID != "" {
-			if refunds == nil {
-				refunds = map[externalID][]*reconcile.Transaction{}
-			}
-			x := externalID{tx.Provider, tx.ParentTxID, reconcile.KindCharge}
-			refunds[x] = append(refunds[x], tx)
+		tx := &txs[i]
+		if tx.Kind != reconcile.KindRefund || tx.ParentTxID == "" ||
+			len(tx.EffectKeys) > 0 && !slices.ContainsFunc(tx.EffectKeys, func(k string) bool { return strings.Contains(k, ":compensate:") }) {
+			continue
 		}
+		if refunds == nil {
+			refunds = map[externalID][]*reconcile.Transaction{}
+		}
+		x := externalID{tx.Provider, tx.ParentTxID, reconcile.KindCharge}
+		refunds[x] = append(refunds[x], tx)
 	}
 	res.Discrepancies = make([]reconcile.Discrepancy, 0, len(effects)+len(unexpected))
 	for i := range effects {

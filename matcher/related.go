@@ -122,11 +122,12 @@ func copied(txs []*reconcile.Transaction) []reconcile.Transaction {
 
 // refundedBy sums, by magnitude, the refunds of charge tx (those that name
 // it as their parent) that a settlement report (not a webhook alone) shows,
-// whoever made them: a person, the application, a compensation; and
-// returns their ids. refunds are the run's refunds by the parent they name.
+// among refunds (a person's and the compensations', by the charge they
+// name), and returns their ids; byHand, only those a person made (that
+// name no effect).
 // Only a report's stand for a compensation: anyone who can write a line
 // into a webhook dump could invent one.
-func refundedBy(tx *reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction) (int64, []string) {
+func refundedBy(tx *reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction, byHand bool) (int64, []string) {
 	var sum int64
 	var ids []string
 	parents := []string{tx.ID}
@@ -135,7 +136,7 @@ func refundedBy(tx *reconcile.Transaction, refunds map[externalID][]*reconcile.T
 	}
 	for _, parent := range parents {
 		for _, r := range refunds[externalID{tx.Provider, parent, reconcile.KindCharge}] {
-			if r.Failed || !r.Corroborated || r.Amount.Currency != tx.Amount.Currency {
+			if r.Failed || !r.Corroborated || r.Amount.Currency != tx.Amount.Currency || byHand && len(r.EffectKeys) > 0 {
 				continue
 			}
 			sum, _ = reconcile.AddMinor(sum, abs(r.Amount.Minor)) // saturated, it still covers the charge

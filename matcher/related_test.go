@@ -92,6 +92,15 @@ func TestRefundsOfOurChargesThatNoEffectMadeShowOnTheCharge(t *testing.T) {
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0"),
 				refundOf("re_d", -1000, "r:charge:0", "ch_b", "")},
 			[]string{"duplicated r:charge:0 [ch_a ch_b] exp 1000 obs 2000 {compensate r:charge:0:compensate:ch_b} related [re_d]"}},
+		{"a refund the application's own refund effect made does not stand for a compensation",
+			[]Effect{withID(charge("r:charge:0", 1000), "ch_a"), {Key: "r:refund:0", Provider: "stripe", Step: "refund", CreatedAt: t0, Amount: 1000, HasAmount: true, Currency: "EUR"}},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0"),
+				func() reconcile.Evidence {
+					e := refundOf("re_1", -1000, "r:charge:0", "ch_a", "")
+					e.EffectKey = "r:refund:0"
+					return e
+				}()},
+			[]string{"duplicated r:charge:0 [ch_a ch_b] exp 1000 obs 2000 {compensate r:charge:0:compensate:ch_b}", "confirmed r:refund:0 [re_1] exp 1000 obs 1000 {}"}},
 		{"an extra charge refunded in part is compensated for the rest by a person",
 			[]Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0"),

@@ -34,7 +34,7 @@ import (
 // night's activity, the job's refunds and redeliveries of the night before
 // among it; beside it, on some nights, the application's webhook log (every
 // event so far) and last night's report again, on some ingested on their
-// own first. The provider fails once a night on one of the job's calls, and
+// own first; now and then a report comes a night late, with the next. The provider fails once a night on one of the job's calls, and
 // in a binary built with failpoints half of the runs are killed at one and
 // run again. After two quiet nights (an ordinary charge each, no failure),
 // the sandbox's own record says every charge effect is paid exactly once
@@ -73,6 +73,8 @@ type trader struct {
 	decided   []string            // the effects a person resolved
 	repoint   map[int][][2]string // night → effects whose row the application points at their retry that morning
 	repointed map[string]bool
+	returned  map[string]bool   // charge effects the application refunded in full
+	subjects  map[string]string // escalation key → what it is about
 	cur       map[string]string // charge effect key → its currency
 	exec      func(query string, args ...any)
 	stamps    int
@@ -97,14 +99,15 @@ func (s *trader) at(t time.Time) {
 func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
-		repoint: map[int][][2]string{}, repointed: map[string]bool{}}
+		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
 	start := time.Now().Add(-time.Duration(nights+1) * 24 * time.Hour).Truncate(time.Hour).UTC()
 	var kept []paid // charges of effects confirmed with them: refunds name them
 	var cut time.Time
-	var last string // last night's report
+	var last string          // last night's report
+	var undelivered []string // reports that did not come
 	for night := range nights {
 		day := start.Add(time.Duration(night) * 24 * time.Hour)
 		tick := func() time.Time { s.at(s.clock().Add(time.Minute)); return s.clock() }
@@ -122,7 +125,11 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			s.repointed[r[0]] = true
 		}
 		s.onCall(t)
-		for _, d := range s.decide[night] { // paged last night: refunds the rest by hand, and says so
+		for _, d := range s.decide[night] { // paged: refunds the rest by hand, and says so
+			if !slices.Contains(s.triggers(), d.key+":escalate:duplicated") {
+				s.decide[night+1] = append(s.decide[night+1], d) // not yet
+				continue
+			}
 			s.refund("", "", d.extra, d.rest)
 			s.runs++
 			if code, _, errOut := s.command("resolve", d.key, "--as", "compensated", "--note", "refunded the rest of "+d.extra+" by hand",
@@ -148,7 +155,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				default:
 					pi, ch := s.pay(key, key)
 					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
-					if r != 7 { // the application refunds the charge its row names
+					if r != 7 && r != 8 { // the application refunds the charge its row names
 						kept = append(kept, paid{ch, cur})
 					}
 					switch r {
@@ -169,6 +176,13 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 					case 7: // retried at once, and the next morning the application records the retry's intent
 						retry, _ := s.pay("retry-"+key, key)
 						s.repoint[night+1] = append(s.repoint[night+1], [2]string{key, retry})
+					case 8: // the order refunded in full by a refund effect, and a retry the next night
+						rk := key + ":refund"
+						s.refunds[rk] = ch
+						s.returned[key] = true
+						req := fmt.Sprintf(`{"charge": %q, "amount": %d, "currency": %q, "metadata": {"effect_key": %q}}`, ch, amount, cur.code, rk)
+						s.effect(rk, "refund", reconcile.StatusConfirmed, s.refund(rk, rk, ch, amount), tick(), req)
+						s.late[night+1] = append(s.late[night+1], key)
 					}
 				}
 			}
@@ -208,7 +222,15 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		pi, _ := s.pay(key, key)
 		s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
 		report := s.write(fmt.Sprintf("night%d.itemized.csv", night), s.since(cut))
-		inputs := []string{report}
+		inputs := append(undelivered, report)
+		undelivered = nil
+		if night < nights-3 && rng.IntN(6) == 0 { // the report comes a night late, with the next one
+			undelivered = inputs
+			cut = s.clock().Add(time.Hour)
+			s.at(cut)
+			t.Logf("night %d: no report", night+1)
+			continue
+		}
 		if rng.IntN(2) == 0 { // the application's webhook log, every event so far
 			var b strings.Builder
 			if err := s.sb.ExportEvents(&b); err != nil {
@@ -216,7 +238,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			}
 			inputs = append(inputs, s.write(fmt.Sprintf("events%d.jsonl", night), b.String()))
 		}
-		if night > 0 && rng.IntN(3) == 0 { // last night's report, given again
+		if last != "" && rng.IntN(3) == 0 { // last night's report, given again
 			inputs = append(inputs, last)
 		}
 		last = report
@@ -408,8 +430,8 @@ func (s *trader) check(t *testing.T) {
 				left++
 			}
 		}
-		if left != 1 {
-			t.Errorf("%s: %d charges at the provider not undone, of %d; want exactly 1", key, left, len(paid[key]))
+		if want := map[bool]int{false: 1, true: 0}[s.returned[key]]; left != want {
+			t.Errorf("%s: %d charges at the provider not undone, of %d; want %d", key, left, len(paid[key]), want)
 		}
 	}
 	for key := range s.refunds {
@@ -466,7 +488,7 @@ func (s *trader) triggers() []string {
 		var page struct {
 			Event      string `json:"event"`
 			Escalation struct {
-				Key string `json:"key"`
+				Key, Subject string
 			} `json:"escalation"`
 		}
 		if err := json.Unmarshal([]byte(p), &page); err != nil {
@@ -474,6 +496,7 @@ func (s *trader) triggers() []string {
 		}
 		if page.Event == "trigger" {
 			keys = append(keys, page.Escalation.Key)
+			s.subjects[page.Escalation.Key] = page.Escalation.Subject
 		}
 	}
 	return keys
@@ -481,9 +504,9 @@ func (s *trader) triggers() []string {
 
 // onCall is the person the night's pages reach, the next morning: about a
 // compensation in doubt (the provider failed on the job's refund, which
-// the job does not send again), they refund the extra charge by hand when
-// the provider shows it, and another charge of the effect, standing, and
-// resolve the compensation.
+// the job does not send again, or did not show what the job needed), they
+// refund the extra charge by hand when the provider shows it, and another
+// charge of the effect, standing; and resolve what the page is about.
 func (s *trader) onCall(t *testing.T) {
 	pages := s.triggers()
 	for _, key := range pages[s.answered:] {
@@ -492,21 +515,31 @@ func (s *trader) onCall(t *testing.T) {
 			continue
 		}
 		parent, ch, _ := strings.Cut(comp, ":compensate:")
-		var standing []sandbox.Payment
-		for _, p := range s.sb.Payments() {
-			if p.Metadata["effect_key"] == parent && p.Status == "succeeded" && p.Refunded < p.Amount {
-				standing = append(standing, p)
+		undone := map[string]int64{} // by a person or a compensation; a refund effect's is the order's
+		for _, rf := range s.sb.Refunds() {
+			if k := rf.Metadata["effect_key"]; k == "" || strings.Contains(k, ":compensate:") {
+				undone[rf.Charge] += rf.Amount
 			}
 		}
-		for _, p := range standing {
-			if p.ChargeID == ch && len(standing) > 1 {
-				s.refund("", "", ch, p.Amount-p.Refunded)
+		var target *sandbox.Payment
+		others := 0
+		for _, p := range s.sb.Payments() {
+			switch {
+			case p.Metadata["effect_key"] != parent || p.Status != "succeeded" || undone[p.ChargeID] >= p.Amount:
+			case p.ChargeID == ch:
+				target = &p
+			default:
+				others++
 			}
+		}
+		if target != nil && others > 0 && target.Refunded < target.Amount {
+			s.refund("", "", ch, target.Amount-target.Refunded)
 		}
 		s.runs++
-		if code, _, errOut := s.command("resolve", comp, "--as", "compensated", "--note", "refunded "+ch+" by hand",
+		subject := s.subjects[key]
+		if code, _, errOut := s.command("resolve", subject, "--as", "compensated", "--note", "refunded "+ch+" by hand",
 			"--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
-			t.Fatalf("resolve %s exited %d: %s", comp, code, errOut)
+			t.Fatalf("resolve %s exited %d: %s", subject, code, errOut)
 		}
 	}
 	s.answered = len(pages)
