@@ -126,6 +126,31 @@ func TestTheChargeKeptIsNotOneRefundedInFull(t *testing.T) {
 	}
 }
 
+// The application refunded its order in full through a refund effect of its
+// own, after the report was cut, and the order was charged twice: the
+// refund is the order's, not the undoing of the duplicate, and the extra
+// charge is still compensated (the customer owes nothing, as the two
+// effects say).
+func TestARefundEffectOfTheChargeKeptDoesNotStandForTheCompensation(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		h := newHostile(t, l)
+		pi, ch := h.charge("f", "shop:charge:f", 5000)
+		h.charge("f-retry", "shop:charge:f", 5000)
+		h.effect("shop:charge:f", "charge", reconcile.StatusConfirmed, pi, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:f", 5000))
+		report := h.report("itemized.csv", nil)
+		re := h.refund("shop:refund:f", "shop:refund:f", ch, 5000)
+		h.effect("shop:refund:f", "refund", reconcile.StatusConfirmed, re, dayAgo, fmt.Sprintf(`{"charge": %q, "amount": 5000, "currency": "eur", "metadata": {"effect_key": "shop:refund:f"}}`, ch))
+		code, r, errOut := h.run([]string{report})
+		if r == nil {
+			t.Fatalf("run exited %d with no result: %s", code, errOut)
+		}
+		h.money(2, 2)
+		if _, reason, outcomes := h.finding(r, "shop:charge:f"); code != 0 || !slices.Equal(outcomes, []string{"compensate:applied"}) || len(h.paged) != 0 {
+			t.Errorf("exit %d, shop:charge:f %v (%s), %d pages; want 0, the compensation applied, no page", code, outcomes, reason, len(h.paged))
+		}
+	})
+}
+
 // An extra charge a person refunded only in part is not refunded by the
 // job (a second refund would fail or take the rest without a decision):
 // a person decides.
