@@ -3,6 +3,7 @@ package reconcile
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -53,6 +54,12 @@ func EffectKey(runID, step string, seq int) string {
 // facts, so every run, crash or replica derives the same key.
 func CompensationKey(effectKey, txID string) string {
 	return effectKey + ":compensate:" + txID
+}
+
+// IsCompensationKey reports whether key is a compensation's, as
+// CompensationKey makes them.
+func IsCompensationKey(key string) bool {
+	return strings.Contains(key, ":compensate:")
 }
 
 // EscalationKey is the pager's dedup key for a finding about subject (an

@@ -14,9 +14,9 @@ import (
 // the transaction to refund exists, is ours (its metadata names the effect,
 // or it belongs to the effect's payment intent), is not the one kept, moved
 // the planned amount, succeeded and is not refunded; and the transaction
-// kept exists, is ours too and is not refunded in full. It returns the refund's id when the charge is
-// refunded in full already, or in words what does not check out. err is a
-// retrieval that failed: nothing is known.
+// kept exists, is ours too and is not undone in full. It returns the
+// refund's id when the charge is refunded in full already, or in words what
+// does not check out. err is a retrieval that failed: nothing is known.
 func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect) (refunded, problem string, err error) {
 	kept := keptOf(d)
 	if kept == nil {
@@ -137,7 +137,7 @@ func undone(c *reconcile.Charge) int64 {
 	}
 	var sum int64
 	for _, r := range c.Refunds {
-		if r.Status != "failed" && r.Status != "canceled" && (r.EffectKey == "" || strings.Contains(r.EffectKey, ":compensate:")) {
+		if r.Status != "failed" && r.Status != "canceled" && (r.EffectKey == "" || reconcile.IsCompensationKey(r.EffectKey)) {
 			sum, _ = reconcile.AddMinor(sum, r.Amount.Minor)
 		}
 	}

@@ -169,10 +169,10 @@ func deferConflict(e *Effect, held, linked []*reconcile.Transaction) reconcile.D
 }
 
 // keeper picks the transaction a duplicated effect keeps, and says why: of
-// those the refunds (a person's, a compensation's) leave standing (all of them when none is), the
-// one the ledger's external id names, else the earliest. A charge refunded
-// in full is not kept: keeping it would refund the last one standing too.
-// seen is in a stable order.
+// those the refunds (a person's, a compensation's) leave standing (all of
+// them when none is), the one the ledger's external id names, else the
+// earliest. A charge refunded in full is not kept: keeping it would refund
+// the last one standing too. seen is in a stable order.
 func keeper(e *Effect, seen []reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction) (int, string) {
 	standing := make([]bool, len(seen))
 	some := false

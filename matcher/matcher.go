@@ -253,7 +253,7 @@ func Match(in *Input) *Result {
 	for i := range txs {
 		tx := &txs[i]
 		if tx.Kind != reconcile.KindRefund || tx.ParentTxID == "" ||
-			len(tx.EffectKeys) > 0 && !slices.ContainsFunc(tx.EffectKeys, func(k string) bool { return strings.Contains(k, ":compensate:") }) {
+			len(tx.EffectKeys) > 0 && !slices.ContainsFunc(tx.EffectKeys, reconcile.IsCompensationKey) {
 			continue
 		}
 		if refunds == nil {
