@@ -53,6 +53,7 @@ type Charge struct {
 	PaymentIntent string // pi_…, when the charge belongs to one
 	Amount        Money
 	Refunded      int64  // minor units refunded so far, in part or in full
+	Disputed      bool   // a chargeback or inquiry names it
 	Status        string // succeeded, pending, failed
 	// EffectKey is the charge's metadata[effect_key], else its payment
 	// intent's.

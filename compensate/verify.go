@@ -13,10 +13,11 @@ import (
 // verify asks the provider, before a refund, whether the file's word holds:
 // the transaction to refund exists, is ours (its metadata names the effect,
 // or it belongs to the effect's payment intent), is not the one kept, moved
-// the planned amount, succeeded and is not refunded; and the transaction
-// kept exists, is ours too and is not undone in full. It returns the
-// refund's id when the charge is refunded in full already, or in words what
-// does not check out. err is a retrieval that failed: nothing is known.
+// the planned amount, succeeded, is not disputed and is not refunded; and
+// the transaction kept exists, is ours too, is not disputed and is not
+// undone in full. It returns the refund's id when the charge is refunded in
+// full already, or in words what does not check out. err is a retrieval
+// that failed: nothing is known.
 func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect) (refunded, problem string, err error) {
 	kept := keptOf(d)
 	if kept == nil {
@@ -30,9 +31,14 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 		}
 		return "", problem, err
 	}
-	if undone(k) >= k.Amount.Minor && k.Amount.Minor > 0 {
+	switch {
+	case undone(k) >= k.Amount.Minor && k.Amount.Minor > 0:
 		// Refunding the other one would leave the effect paid by no one.
 		return "", fmt.Sprintf("the transaction kept, %s, is refunded in full at the provider", k.ID), nil
+	case k.Disputed:
+		// Its cardholder's bank may give it back: the other one too would
+		// pay the customer back twice.
+		return "", fmt.Sprintf("the transaction kept, %s, is disputed at the provider (a chargeback)", k.ID), nil
 	}
 	c, problem, err := r.retrieve(ctx, p, x.Target, parent)
 	switch {
@@ -44,6 +50,8 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 		return "", fmt.Sprintf("%s moved %s at the provider, not the %s planned", c.ID, c.Amount, x.Amount), nil
 	case c.Status != "succeeded":
 		return "", fmt.Sprintf("%s is %s at the provider", c.ID, c.Status), nil
+	case c.Disputed:
+		return "", fmt.Sprintf("%s is disputed at the provider (a chargeback): the bank may give it back", c.ID), nil
 	case c.Refunded >= c.Amount.Minor && c.Amount.Minor > 0:
 		ids := make([]string, len(c.Refunds))
 		for i := range c.Refunds {

@@ -86,6 +86,7 @@ type chargeJSON struct {
 	ID             string            `json:"id"`
 	Amount         int64             `json:"amount"`
 	AmountRefunded int64             `json:"amount_refunded"`
+	Disputed       bool              `json:"disputed"`
 	Currency       string            `json:"currency"`
 	Status         string            `json:"status"`
 	Livemode       bool              `json:"livemode"`
@@ -110,6 +111,7 @@ func (c *Client) readCharge(ctx context.Context, raw, response []byte, pi *inten
 		PaymentIntent: refID(o.PaymentIntent),
 		Amount:        reconcile.Money{Minor: o.Amount, Currency: strings.ToUpper(o.Currency)},
 		Refunded:      o.AmountRefunded,
+		Disputed:      o.Disputed,
 		Status:        o.Status,
 		EffectKey:     o.Metadata["effect_key"],
 		Livemode:      o.Livemode,

@@ -151,6 +151,51 @@ func TestARefundEffectOfTheChargeKeptDoesNotStandForTheCompensation(t *testing.T
 	})
 }
 
+// The customer charged twice took one charge back through their bank (a
+// chargeback): refunding the other would give the money back twice, and
+// refunding the one charged back cannot be done. Whichever charge was
+// disputed, and whether or not the report shows the dispute, nothing is
+// refunded: a person decides.
+func TestAChargebackOfEitherChargeIsAPersons(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		kept, inReport bool
+	}{{"the charge kept, in the report", true, true}, {"the charge kept, after the report", true, false},
+		{"the extra charge, in the report", false, true}, {"the extra charge, after the report", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				h := newHostile(t, l)
+				pi, kept := h.charge("g", "shop:charge:g", 6500)
+				_, extra := h.charge("g-retry", "shop:charge:g", 6500)
+				h.effect("shop:charge:g", "charge", reconcile.StatusConfirmed, pi, dayAgo.Add(-72*time.Hour), chargeReq("shop:charge:g", 6500))
+				disputed := extra
+				if c.kept {
+					disputed = kept
+				}
+				report := ""
+				if !c.inReport {
+					report = h.report("itemized.csv", nil)
+				}
+				if _, err := h.sb.Dispute(disputed); err != nil {
+					t.Fatal(err)
+				}
+				if c.inReport {
+					report = h.report("itemized.csv", nil)
+				}
+				code, r, errOut := h.run([]string{report})
+				if r == nil {
+					t.Fatalf("run exited %d with no result: %s", code, errOut)
+				}
+				h.money(0, 2)
+				_, reason, outcomes := h.finding(r, "shop:charge:g")
+				if code != exitPerson || h.pagedAbout("shop:charge:g") != 1 || slices.Contains(outcomes, "compensate:applied") {
+					t.Errorf("exit %d, %d pages, shop:charge:g %v (%s); want %d, one page, nothing refunded", code, h.pagedAbout("shop:charge:g"), outcomes, reason, exitPerson)
+				}
+			})
+		})
+	}
+}
+
 // An extra charge a person refunded only in part is not refunded by the
 // job (a second refund would fail or take the rest without a decision):
 // a person decides.

@@ -2,11 +2,14 @@ package sandbox_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
 
+	"reconcile"
+	stripeingest "reconcile/ingest/stripe"
 	"reconcile/stripeapi/sandbox"
 )
 
@@ -194,5 +197,41 @@ func TestSetIntentMetadataLeavesTheChargeAsConfirmed(t *testing.T) {
 	}
 	if err := s.SetIntentMetadata("pi_nope", map[string]string{"a": "b"}); err == nil {
 		t.Error("SetIntentMetadata of an unknown intent: no error")
+	}
+}
+
+// A charge its cardholder's bank took back shows disputed, cannot be
+// refunded, and the itemized report lists the withdrawal, which our own
+// ingest reads as a dispute of that charge.
+func TestADisputedChargeCannotBeRefundedAndIsReported(t *testing.T) {
+	s, base := start(t, sandbox.Options{})
+	pi := do(t, "POST", base+"/v1/payment_intents", "k1", charge("2500", "eur", "run_1:charge:0"))
+	ch := pi.str("latest_charge")
+	du, err := s.Dispute(ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, "GET", base+"/v1/charges/"+ch, "", nil); a.body["disputed"] != true {
+		t.Errorf("a disputed charge = %s, want disputed true", a.raw)
+	}
+	if a := do(t, "POST", base+"/v1/refunds", "r1", url.Values{"charge": {ch}}); a.status != 400 || !strings.Contains(a.raw, "charge_disputed") {
+		t.Errorf("refund of a disputed charge = %d %s, want 400 charge_disputed", a.status, a.raw)
+	}
+	if _, err := s.Dispute(ch); err == nil {
+		t.Error("a charge disputed twice")
+	}
+	var buf bytes.Buffer
+	if err := s.ExportItemized(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got sink
+	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.evidence) != 2 || len(got.rejected) > 0 {
+		t.Fatalf("evidence %+v, rejected %q; want the charge and its dispute:\n%s", got.evidence, got.rejected, buf.String())
+	}
+	if e := got.evidence[1]; e.Kind != reconcile.KindDispute || e.TxID != du || e.ParentTxID != ch || e.Amount.Minor != -2500 {
+		t.Errorf("the dispute row = %+v, want the withdrawal of %s as %s", e, ch, du)
 	}
 }

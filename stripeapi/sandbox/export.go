@@ -69,7 +69,8 @@ func (s *Server) ExportEvents(w io.Writer) error {
 
 // ExportItemized writes what the sandbox did as a Stripe "Balance change
 // from activity" itemized report (CSV): one charge row per succeeded
-// payment and one refund row per refund, in the order they happened.
+// payment, one refund row per refund and one dispute row per chargeback
+// (Dispute), in the order they happened.
 // Amounts are decimals in major units with Stripe's exponent for the
 // currency; the sandbox charges no fees. A refund row carries the refunded
 // charge's id and payment metadata, and its own refund metadata. Every
@@ -124,23 +125,36 @@ func (s *Server) ExportItemizedSince(w io.Writer, since time.Time) error {
 			rows = append(rows, r)
 		}
 	}
-	i, j := 0, 0
-	for i < len(s.payments) || j < len(s.refunds) {
-		if j == len(s.refunds) || (i < len(s.payments) && !s.payments[i].Created.After(s.refunds[j].Created)) {
-			if p := s.payments[i]; p.ChargeID != "" {
+	// Every movement in the order it happened (payments first at a tie,
+	// then refunds, then disputes).
+	type movement struct {
+		at  time.Time
+		add func()
+	}
+	var moves []movement
+	for _, p := range s.payments {
+		if p.ChargeID != "" {
+			moves = append(moves, movement{p.Created, func() {
 				row(p.txn, p.Created, p, p.ChargeID, "charge", p.Amount, p.Params.Get("description"), nil)
-			}
-			i++
-			continue
+			}})
 		}
-		rf := s.refunds[j]
+	}
+	for _, rf := range s.refunds {
 		p := s.charges[rf.Charge]
 		desc := "REFUND FOR CHARGE"
 		if d := p.Params.Get("description"); d != "" {
 			desc += " (" + d + ")"
 		}
-		row(rf.txn, rf.Created, p, rf.ID, "refund", -rf.Amount, desc, rf.Metadata)
-		j++
+		moves = append(moves, movement{rf.Created, func() { row(rf.txn, rf.Created, p, rf.ID, "refund", -rf.Amount, desc, rf.Metadata) }})
+	}
+	for _, d := range s.disputes {
+		moves = append(moves, movement{d.created, func() {
+			row(d.txn, d.created, d.charge, d.id, "dispute", -d.charge.Amount, "Chargeback withdrawal for "+d.charge.ChargeID, nil)
+		}})
+	}
+	slices.SortStableFunc(moves, func(a, b movement) int { return a.at.Compare(b.at) })
+	for _, m := range moves {
+		m.add()
 	}
 	s.mu.Unlock()
 

@@ -37,6 +37,7 @@ type payment struct {
 	// it was confirmed, as Stripe does.
 	chargeMeta map[string]string
 	refunds    []*refund // oldest first
+	disputed   bool      // the cardholder's bank took it back (Dispute)
 }
 
 // declinedMethods are Stripe's test payment methods whose charge is
@@ -233,6 +234,7 @@ type chargeObject struct {
 	Paid               bool              `json:"paid"`
 	PaymentIntent      any               `json:"payment_intent"` // the pi_ id or the intentObject
 	Refunded           bool              `json:"refunded"`
+	Disputed           bool              `json:"disputed"`
 	Refunds            refundList        `json:"refunds"`
 	Status             string            `json:"status"`
 }
@@ -255,6 +257,7 @@ func (s *Server) chargeObject(p *payment) chargeObject {
 		Paid:               true,
 		PaymentIntent:      p.ID,
 		Refunded:           p.Refunded == p.Amount,
+		Disputed:           p.disputed,
 		Refunds:            refundList{Object: "list", URL: "/v1/charges/" + p.ChargeID + "/refunds", Data: []refundObject{}},
 		Status:             "succeeded",
 	}

@@ -79,6 +79,30 @@ func (s *Server) RefundByHand(charge string, amount int64) (Refund, error) {
 	return rf, nil
 }
 
+// dispute is a chargeback the sandbox was told of: the whole charge taken
+// back, its funds withdrawn from the balance.
+type dispute struct {
+	id, txn string
+	charge  *payment
+	created time.Time
+}
+
+// Dispute takes charge back as a cardholder's bank does (a chargeback,
+// lost): the charge shows disputed, cannot be refunded, and the itemized
+// report lists the withdrawal. It returns the dispute's id.
+func (s *Server) Dispute(charge string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.charges[charge]
+	if p == nil || p.disputed {
+		return "", fmt.Errorf("no charge %s to dispute", charge)
+	}
+	p.disputed = true
+	d := &dispute{id: newID("du_"), txn: newID("txn_"), charge: p, created: s.now().UTC()}
+	s.disputes = append(s.disputes, d)
+	return d.id, nil
+}
+
 // createRefund is POST /v1/refunds: a refund of a charge, named by itself
 // or by its payment intent, in full unless an amount is given.
 func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID string) response {
@@ -96,6 +120,9 @@ func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID strin
 	}
 	left := p.Amount - p.Refunded
 	switch {
+	case p.disputed:
+		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_disputed",
+			Message: fmt.Sprintf("Charge %s has been charged back; cannot issue a refund.", p.ChargeID)}, true)
 	case left == 0:
 		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_already_refunded",
 			Message: fmt.Sprintf("Charge %s has already been refunded.", p.ChargeID)}, true)

@@ -46,6 +46,7 @@ type Server struct {
 	intents  map[string]*payment // by pi_ id
 	charges  map[string]*payment // by ch_ id
 	refunds  []*refund           // in the order they were made
+	disputes []*dispute          // in the order they were made
 	keys     map[string]*keyEntry
 	faults   []*Fault
 	events   []json.RawMessage        // webhook events, in the order they happened
