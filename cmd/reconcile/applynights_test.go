@@ -25,22 +25,27 @@ import (
 
 // Nights of `run --apply` on the provider's own nightly reports, while an
 // application goes on charging through the sandbox, and writing its rows
-// with plain SQL, as applications do:
-// most charges once, some retried under a fresh key at once, some a night
-// or two later (a late duplicate of an effect an earlier night closed),
-// some recorded and never sent, some sent and never recorded as made, some
-// recorded before the report was cut and sent after the run; refunds made,
-// and refunds recorded but never sent. Each night's report holds only that
-// night's activity, the job's refunds and redeliveries of the night before
-// among it; beside it, on some nights, the application's webhook log (every
-// event so far) and last night's report again, on some ingested on their
-// own first; now and then a report comes a night late, with the next. The provider fails once a night on one of the job's calls, and
-// in a binary built with failpoints half of the runs are killed at one and
-// run again. After two quiet nights (an ordinary charge each, no failure),
-// the sandbox's own record says every charge effect is paid exactly once
-// (its extra charges refunded once each, never the one the ledger keeps)
-// and every refund effect made once; the ledger holds every effect closed
-// (confirmed, or duplicated and compensated), and nobody was paged.
+// with plain SQL, as applications do: most charges once, some retried under
+// a fresh key at once, some a night or two later (a late duplicate of an
+// effect an earlier night closed), some recorded and never sent, some sent
+// and never recorded as made, some recorded before the report was cut and
+// sent after the run, some taken back by the customer's bank; orders
+// refunded in full and charged again; refunds made, and refunds recorded
+// but never sent. Each night's report holds only that night's activity, the
+// job's refunds and redeliveries of the night before among it; beside it,
+// on some nights, the application's webhook log (every event so far) and
+// last night's report again, on some ingested on their own first; now and
+// then a report comes a night late, with the next. The provider fails once
+// a night on one of the job's calls, and in a binary built with failpoints
+// half of the runs are killed at one and run again. After two quiet nights
+// (an ordinary charge each, no failure), the sandbox's own record says
+// every charge effect is paid exactly once (none, for an order the
+// application refunded: its extra charges refunded once each, or taken back
+// by the bank) and every refund effect made once; the ledger holds every
+// effect closed (confirmed, duplicated and compensated, or resolved by a
+// person); and each page was one a person had to decide (a duplicate
+// refunded in part by hand, a compensation in doubt, a charge taken back),
+// paged once and answered the next morning by the person on call.
 // RECONCILE_NIGHTS_SEEDS sets how many worlds.
 func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
 	seeds := uint64(4)
@@ -75,6 +80,7 @@ type trader struct {
 	repointed map[string]bool
 	returned  map[string]bool   // charge effects the application refunded in full
 	subjects  map[string]string // escalation key → what it is about
+	resolved  map[string]bool   // what the person on call resolved
 	cur       map[string]string // charge effect key → its currency
 	exec      func(query string, args ...any)
 	stamps    int
@@ -99,7 +105,7 @@ func (s *trader) at(t time.Time) {
 func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
-		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}}
+		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
@@ -146,7 +152,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				amount := int64(500+rng.IntN(50)*100) * cur.scale
 				s.charges[key], s.cur[key] = amount, cur.code
 				created := tick()
-				switch r := rng.IntN(10); {
+				switch r := rng.IntN(11); {
 				case r == 0: // recorded, then the application crashed before the call
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
 				case r == 1: // made, then the application crashed before it wrote the answer
@@ -155,7 +161,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				default:
 					pi, ch := s.pay(key, key)
 					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
-					if r != 7 && r != 8 { // the application refunds the charge its row names
+					if r < 7 { // the application refunds the charge its row names
 						kept = append(kept, paid{ch, cur})
 					}
 					switch r {
@@ -183,6 +189,11 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 						req := fmt.Sprintf(`{"charge": %q, "amount": %d, "currency": %q, "metadata": {"effect_key": %q}}`, ch, amount, cur.code, rk)
 						s.effect(rk, "refund", reconcile.StatusConfirmed, s.refund(rk, rk, ch, amount), tick(), req)
 						s.late[night+1] = append(s.late[night+1], key)
+					case 9: // retried at once, and the customer's bank takes the first charge back
+						s.pay("retry-"+key, key)
+						if _, err := s.sb.Dispute(ch); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 			}
@@ -426,7 +437,7 @@ func (s *trader) check(t *testing.T) {
 				t.Errorf("%s: charge %s refunded %d times by compensations", key, p.ChargeID, undone[p.ChargeID])
 			case undone[p.ChargeID] == 1 && p.ID == kept && !s.repointed[key]: // pointed at after it was refunded
 				t.Errorf("%s: the charge the ledger keeps (%s) was refunded", key, p.ID)
-			case refunded[p.ChargeID] < p.Amount:
+			case refunded[p.ChargeID] < p.Amount && !p.Disputed:
 				left++
 			}
 		}
@@ -455,7 +466,7 @@ func (s *trader) check(t *testing.T) {
 			want = reconcile.ClassDuplicated
 		}
 		st, ok := states[key]
-		if slices.Contains(s.decided, key) && st.Class == reconcile.ClassResolved {
+		if (slices.Contains(s.decided, key) || s.resolved[key]) && st.Class == reconcile.ClassResolved {
 			continue // the rest refunded by hand may have reached no report yet
 		}
 		if !ok || st.Class != want || !st.Final {
@@ -506,7 +517,8 @@ func (s *trader) triggers() []string {
 // compensation in doubt (the provider failed on the job's refund, which
 // the job does not send again, or did not show what the job needed), they
 // refund the extra charge by hand when the provider shows it, and another
-// charge of the effect, standing; and resolve what the page is about.
+// charge of the effect, standing (not refunded, not taken back by the
+// bank); and resolve what the page is about.
 func (s *trader) onCall(t *testing.T) {
 	pages := s.triggers()
 	for _, key := range pages[s.answered:] {
@@ -525,7 +537,7 @@ func (s *trader) onCall(t *testing.T) {
 		others := 0
 		for _, p := range s.sb.Payments() {
 			switch {
-			case p.Metadata["effect_key"] != parent || p.Status != "succeeded" || undone[p.ChargeID] >= p.Amount:
+			case p.Metadata["effect_key"] != parent || p.Status != "succeeded" || undone[p.ChargeID] >= p.Amount || p.Disputed:
 			case p.ChargeID == ch:
 				target = &p
 			default:
@@ -537,6 +549,7 @@ func (s *trader) onCall(t *testing.T) {
 		}
 		s.runs++
 		subject := s.subjects[key]
+		s.resolved[subject] = true
 		if code, _, errOut := s.command("resolve", subject, "--as", "compensated", "--note", "refunded "+ch+" by hand",
 			"--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
 			t.Fatalf("resolve %s exited %d: %s", subject, code, errOut)

@@ -23,6 +23,7 @@ type Payment struct {
 	Currency string // lower case, as Stripe writes it
 	Status   string // succeeded, requires_confirmation, requires_payment_method
 	Refunded int64  // minor units refunded so far
+	Disputed bool   // its cardholder's bank took it back (Dispute)
 	Metadata map[string]string
 	// Params holds every form parameter of the request that created it.
 	Params  url.Values
@@ -37,7 +38,6 @@ type payment struct {
 	// it was confirmed, as Stripe does.
 	chargeMeta map[string]string
 	refunds    []*refund // oldest first
-	disputed   bool      // the cardholder's bank took it back (Dispute)
 }
 
 // declinedMethods are Stripe's test payment methods whose charge is
@@ -257,7 +257,7 @@ func (s *Server) chargeObject(p *payment) chargeObject {
 		Paid:               true,
 		PaymentIntent:      p.ID,
 		Refunded:           p.Refunded == p.Amount,
-		Disputed:           p.disputed,
+		Disputed:           p.Disputed,
 		Refunds:            refundList{Object: "list", URL: "/v1/charges/" + p.ChargeID + "/refunds", Data: []refundObject{}},
 		Status:             "succeeded",
 	}

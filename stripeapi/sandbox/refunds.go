@@ -94,10 +94,10 @@ func (s *Server) Dispute(charge string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.charges[charge]
-	if p == nil || p.disputed {
+	if p == nil || p.Disputed {
 		return "", fmt.Errorf("no charge %s to dispute", charge)
 	}
-	p.disputed = true
+	p.Disputed = true
 	d := &dispute{id: newID("du_"), txn: newID("txn_"), charge: p, created: s.now().UTC()}
 	s.disputes = append(s.disputes, d)
 	return d.id, nil
@@ -120,7 +120,7 @@ func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID strin
 	}
 	left := p.Amount - p.Refunded
 	switch {
-	case p.disputed:
+	case p.Disputed:
 		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_disputed",
 			Message: fmt.Sprintf("Charge %s has been charged back; cannot issue a refund.", p.ChargeID)}, true)
 	case left == 0:
