@@ -39,8 +39,8 @@ import (
 // a night on one of the job's calls, and in a binary built with failpoints
 // half of the runs are killed at one and run again. After two quiet nights
 // (an ordinary charge each, no failure), the sandbox's own record says
-// every charge effect is paid exactly once (none, for an order the
-// application refunded: its extra charges refunded once each, or taken back
+// every charge effect is paid exactly once (none for an order the
+// application refunded; its extra charges refunded once each, or taken back
 // by the bank) and every refund effect made once; the ledger holds every
 // effect closed (confirmed, duplicated and compensated, or resolved by a
 // person); and each page was one a person had to decide (a duplicate
