@@ -31,6 +31,17 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[e
 	overflowed := false // the sum of a duplicate's amounts went past int64
 	comp := IsCompensation(e)
 	switch {
+	case e.Status == reconcile.StatusAbandoned && len(seen) > 0:
+		// Someone decided it would never happen, and money moved for it:
+		// whether to refund it or confirm it is a person's call.
+		var observed int64
+		for _, tx := range seen {
+			observed, _ = reconcile.AddMinor(observed, abs(tx.Amount.Minor))
+		}
+		d.Class, d.ExpectedMinor, d.ObservedMinor = reconcile.ClassMismatched, 0, observed
+		d.Reason = fmt.Sprintf("%s %s moved %s for an effect the ledger abandoned: a person decides whether to refund it or confirm the effect",
+			kind, ids(seen), money(observed, seen[0].Amount.Currency))
+		d.Actions = []reconcile.Action{escalate(e.Key, d.Class)}
 	case len(seen) == 0 && !due:
 		d.Class = reconcile.ClassPending
 		d.Reason = fmt.Sprintf("no %s at %s yet; the effect is newer than the cutoff", kind, e.Provider)

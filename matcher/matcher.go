@@ -276,8 +276,8 @@ func Match(in *Input) *Result {
 			res.OutOfScope++
 			continue
 		}
-		if len(linked[i]) == 0 && len(related[i]) == 0 && e.Status == reconcile.StatusAbandoned {
-			res.OutOfScope++ // closed by a decision, and nothing says otherwise
+		if e.Status == reconcile.StatusAbandoned && !moved(linked[i], related[i], refunds) {
+			res.OutOfScope++ // closed by a decision, and nothing says money moved for it
 			continue
 		}
 		cutoff, hasCutoff := in.Cutoff[e.Provider]
@@ -290,6 +290,24 @@ func Match(in *Input) *Result {
 		res.Discrepancies = append(res.Discrepancies, unexpectedMoney(tx, in.EscalateUnexpected))
 	}
 	return res
+}
+
+// moved says whether money moved for an effect, by the transactions linked
+// and related to it: a charge that neither failed nor was refunded in full
+// (by a person, or a compensation), or, with no charge seen, a refund or
+// dispute of one.
+func moved(linked, related []*reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction) bool {
+	charged := false
+	for _, tx := range linked {
+		if tx.Failed {
+			continue
+		}
+		charged = true
+		if refunded, _ := refundedBy(tx, refunds, false); refunded < abs(tx.Amount.Minor) {
+			return true
+		}
+	}
+	return !charged && len(related) > 0
 }
 
 // prefix8 is the first eight bytes of s (zeros past its end) as a number

@@ -56,6 +56,8 @@ func TestClassification(t *testing.T) {
 	late.CreatedAt = cutoff.Add(time.Hour)
 	comp := Effect{Key: "r:charge:1:compensate:ch_b", Provider: "stripe", Step: "compensate", CreatedAt: t0, Amount: 500, HasAmount: true, Currency: "EUR"}
 	email := Effect{Key: "r:notify_buyer:0", Provider: "ses", Step: "notify_buyer", CreatedAt: t0}
+	abandoned := charge("r:charge:0", 1000)
+	abandoned.Status = reconcile.StatusAbandoned
 	confirmedWithID := charge("r:charge:3", 700)
 	confirmedWithID.ExternalID = "pi_3"
 	confirmedWithID.Status = reconcile.StatusConfirmed
@@ -66,6 +68,26 @@ func TestClassification(t *testing.T) {
 		want     []string
 		out      int
 	}{
+		{"an abandoned effect whose charge was made after all goes to a person", []Effect{abandoned},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0")},
+			[]string{"mismatched r:charge:0 [ch_a] exp 0 obs 1000 {escalate r:charge:0:escalate:mismatched}"}, 0},
+		{"an abandoned effect charged twice goes to a person, nothing refunded", []Effect{abandoned},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0")},
+			[]string{"mismatched r:charge:0 [ch_a ch_b] exp 0 obs 2000 {escalate r:charge:0:escalate:mismatched}"}, 0},
+		{"an abandoned effect whose charge a person refunded in full is left alone", []Effect{abandoned},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), func() reconcile.Evidence {
+				e := ev("re_a", reconcile.KindRefund, -1000, "")
+				e.ParentTxID, e.ParentEffectKey = "ch_a", "r:charge:0"
+				return e
+			}()},
+			nil, 1},
+		{"an abandoned effect whose charge failed is left alone, never redelivered", []Effect{abandoned},
+			[]reconcile.Evidence{func() reconcile.Evidence {
+				e := ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0")
+				e.Failed = true
+				return e
+			}()},
+			nil, 1},
 		{"seen once is confirmed", []Effect{charge("r:charge:0", 1000)},
 			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0")},
 			[]string{"confirmed r:charge:0 [ch_a] exp 1000 obs 1000 {}"}, 0},

@@ -29,7 +29,8 @@ import (
 // a fresh key at once, some a night or two later (a late duplicate of an
 // effect an earlier night closed), some recorded and never sent, some sent
 // and never recorded as made, some recorded before the report was cut and
-// sent after the run, some taken back by the customer's bank; orders
+// sent after the run, some taken back by the customer's bank, some
+// abandoned by the application while the charge went through; orders
 // refunded in full and charged again; refunds made, and refunds recorded
 // but never sent. Each night's report holds only that night's activity, the
 // job's refunds and redeliveries of the night before among it; beside it,
@@ -40,13 +41,13 @@ import (
 // half of the runs are killed at one and run again. After two quiet nights
 // (an ordinary charge each, no failure), the sandbox's own record says
 // every charge effect is paid exactly once (none for an order the
-// application refunded; its extra charges refunded once each, or taken back
-// by the bank) and every refund effect made once; the ledger holds every
-// effect closed (confirmed, duplicated and compensated, or resolved by a
-// person); and each page was one a person had to decide (a duplicate
-// refunded in part by hand, a compensation in doubt, a charge taken back),
-// paged once and answered the next morning by the person on call.
-// RECONCILE_NIGHTS_SEEDS sets how many worlds.
+// application refunded or abandoned; its extra charges refunded once each,
+// or taken back by the bank) and every refund effect made once; the ledger
+// holds every effect closed (confirmed, duplicated and compensated, or
+// resolved by a person); and each page was one a person had to decide (a
+// duplicate refunded in part by hand, a compensation in doubt, a charge
+// taken back), paged once and answered the next morning by the person on
+// call. RECONCILE_NIGHTS_SEEDS sets how many worlds.
 func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
 	seeds := uint64(4)
 	if n, err := strconv.ParseUint(os.Getenv("RECONCILE_NIGHTS_SEEDS"), 10, 64); err == nil {
@@ -81,6 +82,7 @@ type trader struct {
 	returned  map[string]bool   // charge effects the application refunded in full
 	subjects  map[string]string // escalation key → what it is about
 	resolved  map[string]bool   // what the person on call resolved
+	abandoned map[string]bool   // charge effects the application abandoned, charged all the same
 	cur       map[string]string // charge effect key → its currency
 	exec      func(query string, args ...any)
 	stamps    int
@@ -105,7 +107,7 @@ func (s *trader) at(t time.Time) {
 func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
-		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}}
+		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}, abandoned: map[string]bool{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
@@ -152,12 +154,17 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				amount := int64(500+rng.IntN(50)*100) * cur.scale
 				s.charges[key], s.cur[key] = amount, cur.code
 				created := tick()
-				switch r := rng.IntN(11); {
+				switch r := rng.IntN(12); {
 				case r == 0: // recorded, then the application crashed before the call
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
 				case r == 1: // made, then the application crashed before it wrote the answer
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
 					s.pay(key, key)
+				case r == 10: // the call timed out, the order was abandoned, and the charge went through
+					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
+					s.pay(key, key)
+					s.exec(`UPDATE effect SET status = 'abandoned' WHERE key = $1`, key)
+					s.returned[key], s.abandoned[key] = true, true // the person paged refunds it
 				default:
 					pi, ch := s.pay(key, key)
 					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
@@ -484,6 +491,9 @@ func (s *trader) check(t *testing.T) {
 		delete(paged, key+":escalate:duplicated")
 	}
 	for key, n := range paged {
+		if effect, ok := strings.CutSuffix(key, ":escalate:mismatched"); ok && s.abandoned[effect] && n == 1 {
+			continue
+		}
 		if n != 1 || !strings.HasSuffix(key, ":escalate:escalated") || !strings.Contains(key, ":compensate:") {
 			t.Errorf("paged %d times about %s: want only a decision on each duplicate refunded in part, and on each compensation in doubt", n, key)
 		}
@@ -522,6 +532,15 @@ func (s *trader) triggers() []string {
 func (s *trader) onCall(t *testing.T) {
 	pages := s.triggers()
 	for _, key := range pages[s.answered:] {
+		if effect, ok := strings.CutSuffix(key, ":escalate:mismatched"); ok && s.abandoned[effect] {
+			for _, p := range s.sb.Payments() { // the order was abandoned: its money goes back
+				if p.Metadata["effect_key"] == effect && p.Status == "succeeded" && p.Refunded < p.Amount && !p.Disputed {
+					s.refund("", "", p.ChargeID, p.Amount-p.Refunded)
+				}
+			}
+			s.resolve(t, effect, "refunded the abandoned order by hand")
+			continue
+		}
 		comp, ok := strings.CutSuffix(key, ":escalate:escalated")
 		if !ok || !strings.Contains(comp, ":compensate:") {
 			continue
@@ -547,13 +566,16 @@ func (s *trader) onCall(t *testing.T) {
 		if target != nil && others > 0 && target.Refunded < target.Amount {
 			s.refund("", "", ch, target.Amount-target.Refunded)
 		}
-		s.runs++
-		subject := s.subjects[key]
-		s.resolved[subject] = true
-		if code, _, errOut := s.command("resolve", subject, "--as", "compensated", "--note", "refunded "+ch+" by hand",
-			"--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
-			t.Fatalf("resolve %s exited %d: %s", subject, code, errOut)
-		}
+		s.resolve(t, s.subjects[key], "refunded "+ch+" by hand")
 	}
 	s.answered = len(pages)
+}
+
+// resolve is `reconcile resolve KEY --as compensated` by the person on call.
+func (s *trader) resolve(t *testing.T, key, note string) {
+	s.resolved[key] = true
+	s.runs++
+	if code, _, errOut := s.command("resolve", key, "--as", "compensated", "--note", note, "--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
+		t.Fatalf("resolve %s exited %d: %s", key, code, errOut)
+	}
 }
