@@ -518,8 +518,11 @@ func recordHash(r *reconcile.Evidence) string {
 // every record says so. A record of another amount or currency puts the
 // transaction in conflict: one of the two accounts is wrong, and which one
 // is for a person to say; the larger amount stands, as the money at risk.
+// A failure is the same money going back (a charge_failure line after its
+// charge): of the opposite sign, it agrees.
 func merge(tx *reconcile.Transaction, r *reconcile.Evidence) {
-	if tx.Records > 0 && (r.Amount.Minor != tx.Amount.Minor || !strings.EqualFold(r.Amount.Currency, tx.Amount.Currency)) {
+	reversal := r.Failed != tx.Failed && r.Amount.Minor == -tx.Amount.Minor && strings.EqualFold(r.Amount.Currency, tx.Amount.Currency)
+	if tx.Records > 0 && !reversal && (r.Amount.Minor != tx.Amount.Minor || !strings.EqualFold(r.Amount.Currency, tx.Amount.Currency)) {
 		if tx.Conflict == "" {
 			tx.Conflict = fmt.Sprintf("its records disagree on the amount: %s and %s (%s line %d)",
 				money(tx.Amount.Minor, tx.Amount.Currency), money(r.Amount.Minor, r.Amount.Currency), r.URI, r.Line)

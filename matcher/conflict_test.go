@@ -33,6 +33,17 @@ func TestConflictingRecordsLinkToNoEffect(t *testing.T) {
 				"deferred r:charge:b [] exp 50000 obs 0 {}",
 				"unexpected  [ch_b] exp 0 obs 50000 {escalate stripe:ch_b:escalate:unexpected}",
 			}},
+		{"a charge and its failure (a returned debit) are one transaction that failed, not a conflict",
+			[]Effect{charge("r:charge:a", 2500), charge("r:charge:b", 2500)},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 2500, "r:charge:a"), func() reconcile.Evidence {
+				e := ev("ch_a", reconcile.KindCharge, -2500, "r:charge:a")
+				e.Failed, e.Line = true, 3
+				return e
+			}(), ev("ch_b", reconcile.KindCharge, 2500, "r:charge:b")},
+			[]string{
+				"missing r:charge:a [] exp 2500 obs 0 {redeliver r:charge:a}",
+				"confirmed r:charge:b [ch_b] exp 2500 obs 2500 {}",
+			}},
 		{"records naming two effects with the same amount are a conflict too",
 			[]Effect{charge("r:charge:a", 50000), charge("r:charge:b", 50000)},
 			[]reconcile.Evidence{ev("ch_b", reconcile.KindCharge, 50000, "r:charge:b"), webhook(ev("ch_b", reconcile.KindCharge, 50000, "r:charge:a"))},

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -573,4 +574,49 @@ func TestCompensationInDoubtIsNotSentAgain(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An order the application abandoned after its charge failed (a SEPA debit
+// the bank returned: the report shows the charge and its failure) is not
+// missing: nothing is charged again for it.
+func TestAFailedChargeOfAnAbandonedOrderIsNotChargedAgain(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		h := newHostile(t, l)
+		pi, _ := h.charge("a", "shop:charge:a", 3000)
+		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
+		h.effect("shop:charge:sepa", "charge", reconcile.StatusAbandoned, "", dayAgo, chargeReq("shop:charge:sepa", 2500))
+		report := h.report("itemized.csv", func(s string) string {
+			lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+			header, row := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+			set := func(f []string, col, v string) {
+				i := slices.Index(header, col)
+				if i < 0 {
+					t.Fatalf("no column %s in %s", col, lines[0])
+				}
+				f[i] = v
+			}
+			for _, c := range []struct{ txn, category, gross string }{{"txn_sepa1", "charge", "25.00"}, {"txn_sepa2", "charge_failure", "-25.00"}} {
+				f := slices.Clone(row)
+				set(f, "balance_transaction_id", c.txn)
+				for _, col := range []string{"charge_id", "source_id"} {
+					set(f, col, "py_sepa0000000000000001")
+				}
+				set(f, "payment_intent_id", "pi_sepa0000000000000001")
+				set(f, "reporting_category", c.category)
+				set(f, "gross", c.gross)
+				set(f, "net", c.gross)
+				set(f, "payment_metadata[effect_key]", "shop:charge:sepa")
+				lines = append(lines, strings.Join(f, ","))
+			}
+			return strings.Join(lines, "\n") + "\n"
+		})
+		code, r, errOut := h.run([]string{report})
+		if r == nil {
+			t.Fatalf("run exited %d with no result: %s", code, errOut)
+		}
+		h.money(0, 1)
+		if class, reason, outcomes := h.finding(r, "shop:charge:sepa"); class != "" || code != 0 {
+			t.Errorf("exit %d, shop:charge:sepa %s %v (%s); want 0 and no finding: the order was abandoned", code, class, outcomes, reason)
+		}
+	})
 }
