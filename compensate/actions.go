@@ -1,6 +1,7 @@
 package compensate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,7 +198,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 			return r.deferredTooLong(ctx, d)
 		}
 		if found != nil && found.Status != "failed" && found.Status != "canceled" {
-			if diff := differs(want, e.Key, found); diff != "" {
+			if diff := cmp.Or(differs(want, e.Key, found), notMade(found)); diff != "" {
 				return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
 			}
 			d.Class, d.Reason = reconcile.ClassConfirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
@@ -213,7 +214,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 	made, err := p.Redeliver(ctx, e)
 	r.Crash("redeliver:called")
 	if err == nil {
-		diff := differs(want, e.Key, made)
+		diff := cmp.Or(differs(want, e.Key, made), notMade(made))
 		if diff != "" {
 			diff = "the provider answered with " + made.ID + ", which " + diff
 		}

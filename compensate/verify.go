@@ -152,6 +152,19 @@ func undone(c *reconcile.Charge) int64 {
 	return sum
 }
 
+// notMade says why what the provider answered, or a lookup found, is not
+// the effect made although it exists: a payment declined or waiting for
+// its customer to authenticate, a refund that failed. It is "" for one made
+// or on its way (succeeded, processing, pending) and for an answer that
+// says nothing of its status.
+func notMade(m *reconcile.Made) string {
+	switch m.Status {
+	case "", "succeeded", "processing", "pending":
+		return ""
+	}
+	return "is " + m.Status + " at the provider, not made"
+}
+
 // refundDiffers says how a refund the provider made or a lookup found
 // differs from the compensation asked for, or "" when it does not.
 func refundDiffers(m *reconcile.Made, req *reconcile.RefundRequest) string {

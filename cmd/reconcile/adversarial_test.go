@@ -620,3 +620,32 @@ func TestAFailedChargeOfAnAbandonedOrderIsNotChargedAgain(t *testing.T) {
 		}
 	})
 }
+
+// A missing charge whose redelivery the provider answers with a payment
+// that is not made (the card wants its holder to authenticate: the intent
+// requires an action) is not confirmed: the order is not paid, and a
+// person decides; the next run does not send it again.
+func TestARedeliveryThatIsNotPaidConfirmsNothing(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		h := newHostile(t, l)
+		pi, _ := h.charge("a", "shop:charge:a", 3000)
+		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
+		h.effect("shop:charge:3ds", "charge", reconcile.StatusAttempted, "", dayAgo,
+			`{"amount": 4200, "currency": "eur", "customer": "cus_3ds", "payment_method": "pm_card_authenticationRequired", "metadata": {"effect_key": "shop:charge:3ds"}}`)
+		report := h.report("itemized.csv", nil)
+		for run := range 2 {
+			code, r, errOut := h.run([]string{report})
+			if r == nil {
+				t.Fatalf("run %d exited %d with no result: %s", run+1, code, errOut)
+			}
+			_, reason, outcomes := h.finding(r, "shop:charge:3ds")
+			if st, id := h.status("shop:charge:3ds"); st != reconcile.StatusAttempted || id != "" || code != exitPerson {
+				t.Errorf("run %d: exit %d, shop:charge:3ds %v (%s) is %s %q; want %d and still attempted", run+1, code, outcomes, reason, st, id, exitPerson)
+			}
+		}
+		h.money(0, 2)
+		if n := h.pagedAbout("shop:charge:3ds"); n != 1 {
+			t.Errorf("%d pages about shop:charge:3ds, want one", n)
+		}
+	})
+}

@@ -44,6 +44,11 @@ type payment struct {
 // declined: a way to make the sandbox answer a card error.
 var declinedMethods = map[string]bool{"pm_card_chargeDeclined": true, "pm_card_visa_chargeDeclined": true}
 
+// authenticationMethods are Stripe's test payment methods whose payment
+// waits for the customer to authenticate (3D Secure): confirmed, the intent
+// answers requires_action and nothing is charged.
+var authenticationMethods = map[string]bool{"pm_card_authenticationRequired": true, "pm_card_threeDSecure2Required": true}
+
 // Payments returns the payment intents the sandbox made, oldest first.
 func (s *Server) Payments() []Payment {
 	s.mu.Lock()
@@ -59,7 +64,8 @@ func (s *Server) Payments() []Payment {
 
 // createPaymentIntent is POST /v1/payment_intents. With confirm=true the
 // intent succeeds at once with a charge, unless its payment method is one
-// of Stripe's declined test cards.
+// of Stripe's declined test cards, or one that wants the customer to
+// authenticate first.
 func (s *Server) createPaymentIntent(r *http.Request, form url.Values, key, reqID string) response {
 	amount, resp, bad := amountParam(form, "amount", true)
 	if bad {
@@ -96,6 +102,10 @@ func (s *Server) createPaymentIntent(r *http.Request, form url.Values, key, reqI
 			pi, _ := json.Marshal(s.intentObject(p))
 			return errorResponse(http.StatusPaymentRequired, apiError{Type: "card_error", Code: "card_declined",
 				DeclineCode: "generic_decline", Message: "Your card was declined.", PaymentIntent: pi}, true)
+		}
+		if authenticationMethods[form.Get("payment_method")] {
+			p.Status = "requires_action"
+			return ok(s.intentObject(p), true)
 		}
 		p.Status = "succeeded"
 		p.ChargeID = newID("ch_")
