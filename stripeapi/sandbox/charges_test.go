@@ -235,3 +235,18 @@ func TestADisputedChargeCannotBeRefundedAndIsReported(t *testing.T) {
 		t.Errorf("the dispute row = %+v, want the withdrawal of %s as %s", e, ch, du)
 	}
 }
+
+// A payment whose card wants its holder to authenticate waits for them:
+// the intent answers requires_action, and nothing is charged.
+func TestAPaymentThatWantsAuthenticationChargesNothing(t *testing.T) {
+	s, base := start(t, sandbox.Options{})
+	f := charge("2500", "eur", "run_1:charge:0")
+	f.Set("payment_method", "pm_card_authenticationRequired")
+	a := do(t, "POST", base+"/v1/payment_intents", "k1", f)
+	if a.status != 200 || a.str("status") != "requires_action" || a.body["latest_charge"] != nil {
+		t.Errorf("payment = %d %s, want requires_action and no charge", a.status, a.raw)
+	}
+	if p := s.Payments(); len(p) != 1 || p[0].ChargeID != "" {
+		t.Errorf("the sandbox holds %+v, want one intent and no charge", p)
+	}
+}
