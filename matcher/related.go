@@ -120,13 +120,11 @@ func copied(txs []*reconcile.Transaction) []reconcile.Transaction {
 	return out
 }
 
-// refundedBy sums, by magnitude, the refunds of charge tx (those that name
-// it as their parent) that a settlement report (not a webhook alone) shows,
-// among refunds (a person's and the compensations', by the charge they
-// name), and returns their ids; byHand, only those a person made (that
-// name no effect).
-// Only a report's stand for a compensation: anyone who can write a line
-// into a webhook dump could invent one.
+// refundedBy sums, by magnitude, the refunds of charge tx among refunds (a
+// person's and the compensations', by the charge they name), and returns
+// their ids; with byHand, only a person's (those that name no effect). Only
+// refunds a settlement report shows count: anyone who can write a line into
+// a webhook dump could invent one.
 func refundedBy(tx *reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction, byHand bool) (int64, []string) {
 	var sum int64
 	var ids []string

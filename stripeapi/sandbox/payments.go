@@ -21,7 +21,7 @@ type Payment struct {
 	Key      string // the Idempotency-Key it was created under
 	Amount   int64  // minor units
 	Currency string // lower case, as Stripe writes it
-	Status   string // succeeded, requires_confirmation, requires_payment_method
+	Status   string // succeeded, requires_confirmation, requires_payment_method, requires_action
 	Refunded int64  // minor units refunded so far
 	Disputed bool   // its cardholder's bank took it back (Dispute)
 	Metadata map[string]string
