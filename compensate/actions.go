@@ -153,9 +153,8 @@ func (r *run) verified(ctx context.Context, d *reconcile.Discrepancy, x *reconci
 // redeliver does a missing effect's work again under its original key,
 // with exactly the recorded request, by the call its step makes: a charge
 // as a payment intent, a refund as a refund. Any other step is a person's.
-// When the key may have expired at the provider, or an earlier attempt may
-// have made it, it looks up first, and what it finds or is answered must
-// be what was asked for.
+// It always asks the provider first (lookup), and what it finds or is
+// answered must be what was asked for.
 func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
 	e, err := r.Store.EffectGet(ctx, d.EffectKey)
 	if err != nil {
@@ -183,28 +182,21 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 	}
 	r.Crash("redeliver:claimed")
 	refund := e.Step == "refund"
-	if c.Claim.Fence > 1 || r.Now().Sub(e.CreatedAt) >= r.KeyTTL {
-		var found *reconcile.Made
-		if refund {
-			found, err = p.FindRefund(ctx, want.Target, e.Key)
-		} else {
-			found, err = p.FindPayment(ctx, e.Key)
+	found, err := r.lookup(ctx, p, e, want.Target)
+	if err != nil {
+		d.Class = reconcile.ClassDeferred
+		if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "lookup unavailable: "+err.Error()+"; retried next run"); err != nil {
+			return err
 		}
-		if err != nil {
-			d.Class = reconcile.ClassDeferred
-			if err := r.release(ctx, &c.Claim, x, reconcile.OutcomeDeferred, "lookup unavailable: "+err.Error()+"; retried next run"); err != nil {
-				return err
-			}
-			return r.deferredTooLong(ctx, d)
+		return r.deferredTooLong(ctx, d)
+	}
+	if made(found) {
+		if diff := cmp.Or(differs(want, e.Key, found), notMade(found)); diff != "" {
+			return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
 		}
-		if found != nil && found.Status != "failed" && found.Status != "canceled" {
-			if diff := cmp.Or(differs(want, e.Key, found), notMade(found)); diff != "" {
-				return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
-			}
-			d.Class, d.Reason = reconcile.ClassConfirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
-			x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, found.ID, d.Reason
-			return r.settle(ctx, &c.Claim, x, found, e.Key, "")
-		}
+		d.Class, d.Reason = reconcile.ClassConfirmed, fmt.Sprintf("found at the provider by lookup: %s; no call made", found.ID)
+		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, found.ID, d.Reason
+		return r.settle(ctx, &c.Claim, x, found, e.Key, "")
 	}
 	if refund {
 		if stop, err := r.refundedByHand(ctx, d, x, &c.Claim, want.Target); err != nil || stop {
@@ -221,6 +213,45 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 		return r.checked(ctx, d, x, &c.Claim, made, diff, false)
 	}
 	return r.answered(ctx, d, x, &c.Claim, made, err, false)
+}
+
+// lookup asks the provider whether a missing effect was made after all,
+// before anything is sent again: a file that says a payment failed (or
+// leaves it out) is not the provider's word. A payment is searched by its
+// effect key, and the payment the ledger names is retrieved, so that one
+// the application made under an idempotency key of its own, or that the
+// provider's search has not indexed yet, is found; a refund is looked for
+// among the refunds of the charge it returns. It returns what it found,
+// made or not, or nil.
+func (r *run) lookup(ctx context.Context, p Provider, e *reconcile.Effect, target string) (*reconcile.Made, error) {
+	if e.Step == "refund" {
+		return p.FindRefund(ctx, target, e.Key)
+	}
+	found, err := p.FindPayment(ctx, e.Key)
+	if err != nil || made(found) || e.ExternalID == "" {
+		return found, err
+	}
+	ch, err := p.RetrieveCharge(ctx, e.ExternalID)
+	switch {
+	case errors.Is(err, reconcile.ErrUnavailable) || errors.Is(err, reconcile.ErrInDoubt):
+		return nil, err
+	case err != nil: // no such payment, or an id of no shape the provider knows: nothing to find by it
+		return found, nil
+	}
+	// The ledger names it: one that carries no effect key (an application
+	// that sends none) is the effect's on the ledger's word; one that
+	// carries another's is not.
+	m := &reconcile.Made{ID: cmp.Or(ch.PaymentIntent, ch.ID), ChargeID: ch.ID, PaymentIntent: ch.PaymentIntent, Status: ch.Status,
+		Amount: ch.Amount, EffectKey: cmp.Or(ch.EffectKey, e.Key), Response: ch.Response}
+	if made(m) {
+		return m, nil
+	}
+	return found, nil
+}
+
+// made says whether a lookup found something that did not fail.
+func made(m *reconcile.Made) bool {
+	return m != nil && m.Status != "failed" && m.Status != "canceled"
 }
 
 // checked settles an action the provider made something for, once what it

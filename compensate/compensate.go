@@ -67,10 +67,10 @@ type Options struct {
 	// Lease is how long a claim is held before another run may take the
 	// action over. It must outlast a provider call. Default 5 minutes.
 	Lease time.Duration
-	// KeyTTL is how long the provider remembers idempotency keys (Stripe:
-	// 24 hours). A missing effect older than this is looked up before it is
-	// redelivered: its key may no longer protect it. Default 24 hours.
-	KeyTTL time.Duration
+	// Covered is, per provider, the latest time the run's evidence of
+	// charges covers: a payment an earlier run redelivered before it should
+	// show in it, and one that does not is checked at the provider.
+	Covered map[string]time.Time
 	// Grace is how long a compensation may stay in doubt before a person is
 	// paged. 0 means 1 hour; negative means at once.
 	Grace time.Duration
@@ -126,9 +126,6 @@ func (a *Applier) defaults() {
 	if a.Lease <= 0 {
 		a.Lease = 5 * time.Minute
 	}
-	if a.KeyTTL <= 0 {
-		a.KeyTTL = 24 * time.Hour
-	}
 	if a.Grace == 0 {
 		a.Grace = time.Hour
 	}
@@ -167,6 +164,11 @@ func (a *Applier) Act(ctx context.Context, ds []reconcile.Discrepancy) (*Result,
 	}
 	if held, err := r.blastRadius(ctx); err != nil || held {
 		return &Result{Discrepancies: r.ds}, err
+	}
+	for _, at := range r.made {
+		if err := r.madeBefore(ctx, &r.ds[at[0]], &r.ds[at[0]].Actions[at[1]]); err != nil {
+			return nil, err
+		}
 	}
 	total, done := 0, 0
 	for _, d := range r.ds {
@@ -215,6 +217,11 @@ type run struct {
 	// by key; claimed says which compensations the job has ever claimed.
 	found   map[string]reconcile.Class
 	claimed map[string]bool
+	// made are the redeliveries an earlier run made of effects found
+	// missing again by evidence that covers the time they were made (by
+	// index in ds and in its actions): madeBefore asks the provider what
+	// became of them.
+	made [][2]int
 }
 
 // skipDone settles the outcome of the actions there is nothing to do for:
@@ -260,6 +267,10 @@ func (r *run) skipDone(ctx context.Context) error {
 			}
 			if c, ok := claims[x.Key]; ok && c.State == reconcile.ClaimStateDone {
 				fromEarlierRun(x, c.Result)
+				if x.Kind == reconcile.ActionRedeliver && x.Outcome == reconcile.OutcomeSkipped && x.Made != "" &&
+					c.SettledAt.Before(r.Covered[r.ds[i].Provider]) {
+					r.made = append(r.made, [2]int{i, j})
+				}
 			}
 		}
 	}

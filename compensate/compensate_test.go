@@ -60,8 +60,8 @@ func (p *pageLog) triggers() int {
 	return strings.Count(p.buf.String(), `"event":"trigger"`)
 }
 
-func newWorld(t *testing.T, l *ledgerdbtest.Ledger) *world {
-	sb := sandbox.New(sandbox.Options{})
+func newWorld(t *testing.T, l *ledgerdbtest.Ledger, opt ...sandbox.Options) *world {
+	sb := sandbox.New(append(opt, sandbox.Options{})[0])
 	srv := httptest.NewServer(sb)
 	t.Cleanup(srv.Close)
 	w := &world{t: t, ctx: context.Background(), l: l, store: l.Open(t, nil), sb: sb, url: srv.URL, pages: &pageLog{}}
@@ -365,6 +365,35 @@ func TestLookupDownDefersWithoutCallOrPage(t *testing.T) {
 	})
 }
 
+// The payment the ledger names is looked up before a redelivery too: when
+// that lookup is down the redelivery waits; an id the provider does not
+// have, or one of no shape it knows (an application's own order number),
+// finds nothing, and the effect is redelivered.
+func TestTheLedgersPaymentIsLookedUpBeforeARedelivery(t *testing.T) {
+	for _, c := range []struct {
+		extID string
+		down  bool
+		want  reconcile.Outcome
+	}{{"ord_42", false, reconcile.OutcomeApplied}, {"pi_nosuchintent0001", false, reconcile.OutcomeApplied}, {"pi_nosuchintent0001", true, reconcile.OutcomeDeferred}} {
+		t.Run(fmt.Sprintf("%s down %v", c.extID, c.down), func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				w := newWorld(t, l)
+				w.effect("app:charge:0", 800, time.Now().Add(-48*time.Hour), reconcile.StatusAttempted, c.extID)
+				if c.down {
+					w.sb.Inject(sandbox.Fault{Op: sandbox.OpGetPaymentIntent, Kind: sandbox.FaultUnavailable})
+				}
+				res := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 800)})
+				if x := outcome(t, res, "app:charge:0"); x.Outcome != c.want {
+					t.Errorf("%+v, want %s", x, c.want)
+				}
+				if n, want := len(w.sb.Payments()), map[bool]int{false: 1, true: 0}[c.down]; n != want {
+					t.Errorf("the sandbox holds %d payments, want %d", n, want)
+				}
+			})
+		})
+	}
+}
+
 // The original key has expired at the provider and the effect did happen:
 // the lookup finds it, and no second charge is made.
 func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
@@ -389,27 +418,36 @@ func TestExpiredKeyLookupPreventsSecondCharge(t *testing.T) {
 	})
 }
 
-// A redelivery whose key the provider knows with other parameters is
-// refused, never retried with new ones, and paged once.
+// A redelivery whose key the provider already used with other parameters
+// is never retried with new ones, and paged once: the lookup before it
+// finds the payment and sees that it differs; when search has not indexed
+// it yet, the provider refuses the key.
 func TestKeyReusedWithOtherParametersIsRefused(t *testing.T) {
-	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
-		w := newWorld(t, l)
-		if _, err := w.client.CreatePaymentIntent(w.ctx, "app:charge:0", chargeRequest("app:charge:0", 800)); err != nil {
-			t.Fatal(err)
-		}
-		w.effect("app:charge:0", 900, time.Now().Add(-time.Hour), reconcile.StatusAttempted, "") // the ledger says 900: the price moved
-		for _, run := range []string{"rec_1", "rec_2"} {
-			res := w.act(w.applier(run, compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 900)})
-			x := outcome(t, res, "app:charge:0")
-			// The second run finds it closed by the first: refused still, never retried.
-			if x.Outcome != reconcile.OutcomeRefused {
-				t.Errorf("%s: %+v, want refused", run, x)
-			}
-		}
-		if len(w.sb.Payments()) != 1 || w.pages.triggers() != 1 {
-			t.Errorf("%d payments, %d pages; want 1 and 1", len(w.sb.Payments()), w.pages.triggers())
-		}
-	})
+	for _, c := range []struct {
+		lag     time.Duration
+		outcome reconcile.Outcome
+	}{{0, reconcile.OutcomeEscalated}, {time.Hour, reconcile.OutcomeRefused}} {
+		t.Run("search lag "+c.lag.String(), func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				w := newWorld(t, l, sandbox.Options{SearchLag: c.lag})
+				if _, err := w.client.CreatePaymentIntent(w.ctx, "app:charge:0", chargeRequest("app:charge:0", 800)); err != nil {
+					t.Fatal(err)
+				}
+				w.effect("app:charge:0", 900, time.Now().Add(-time.Hour), reconcile.StatusAttempted, "") // the ledger says 900: the price moved
+				for _, run := range []string{"rec_1", "rec_2"} {
+					res := w.act(w.applier(run, compensate.Options{}), []reconcile.Discrepancy{missing("app:charge:0", 900)})
+					x := outcome(t, res, "app:charge:0")
+					// The second run finds it closed by the first: never retried.
+					if x.Outcome != c.outcome || c.lag == 0 && !strings.Contains(x.Note, "8.00 EUR, not 900") {
+						t.Errorf("search lag %s, %s: %+v, want %s", c.lag, run, x, c.outcome)
+					}
+				}
+				if len(w.sb.Payments()) != 1 || w.pages.triggers() != 1 {
+					t.Errorf("%d payments, %d pages; want 1 and 1", len(w.sb.Payments()), w.pages.triggers())
+				}
+			})
+		})
+	}
 }
 
 // A refund that fails in doubt (a 5xx every time) pages exactly once across

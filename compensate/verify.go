@@ -193,3 +193,40 @@ func differs(q *reconcile.Terms, key string, m *reconcile.Made) string {
 	}
 	return strings.Join(diffs, ", ")
 }
+
+// madeBefore checks at the provider a payment an earlier run redelivered
+// for an effect that is missing again, by evidence that covers the time it
+// was made (Options.Covered; a run over the same report makes no call): a
+// bank debit the bank returned after it was made (processing, then
+// failed), or one the provider no longer shows. One that still stands
+// leaves the action skipped; one that does not is a person's: nothing is
+// charged again, and a person is paged once. A check that is unavailable
+// leaves it to the next run.
+func (r *run) madeBefore(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
+	p := r.Providers[d.Provider]
+	if p == nil {
+		return nil
+	}
+	e, err := r.Store.EffectGet(ctx, d.EffectKey)
+	if err != nil || e.Step != "charge" {
+		return err
+	}
+	ch, err := p.RetrieveCharge(ctx, x.Made)
+	var note string
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		note = x.Made + ", which an earlier run made, does not exist at the provider"
+	case err != nil:
+		x.Note += "; its check at the provider is unavailable (" + err.Error() + "), retried next run"
+		return nil
+	case ch.Status == "failed":
+		note = fmt.Sprintf("%s, which an earlier run made, failed at the provider (charge %s)", x.Made, ch.ID)
+	case ch.Refunded >= ch.Amount.Minor || ch.Disputed:
+		note = fmt.Sprintf("%s, which an earlier run made, is refunded or disputed at the provider (charge %s)", x.Made, ch.ID)
+	default:
+		x.Note += "; the provider shows it " + ch.Status
+		return nil
+	}
+	x.Outcome, x.Note = reconcile.OutcomeEscalated, note+": nothing is charged again; a person decides"
+	return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassMissing), d.EffectKey, d.Class, "redelivery: "+x.Note)
+}

@@ -50,6 +50,7 @@ type ingested struct {
 // it.
 func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.Options) (_ *ingested, err error) {
 	defer j.phase("ingest")()
+	opt = j.clocked(opt)
 	// The local inputs are hashed side by side (a night's report and
 	// webhook dump of 1M: 0.3 s of a processor), and an input's error is
 	// reported in the inputs' order.
@@ -252,6 +253,7 @@ func (j *Job) ingestAll(ctx context.Context, srcs []ingest.Source, opt *ingest.O
 // already, or with check only reads it, writing nothing (the Job then needs
 // no Store). Its rejected rows also go to c, for the report.
 func (j *Job) Ingest(ctx context.Context, src ingest.Source, opt *ingest.Options, check bool, c *RejectedSink) (*ingest.Input, error) {
+	opt = j.clocked(opt)
 	stop := j.ingestProgress("reading", src, opt)
 	defer stop()
 	if check {
@@ -294,6 +296,19 @@ func (j *Job) deferIndexes(ctx context.Context, bytes int64) (build func() error
 
 // reading reads a source into a Sink.
 type reading func(ingest.Sink) (*ingest.Input, error)
+
+// clocked is opt on the job's clock, which no evidence may be dated after,
+// unless opt has a clock of its own.
+func (j *Job) clocked(opt *ingest.Options) *ingest.Options {
+	var o ingest.Options
+	if opt != nil {
+		o = *opt
+	}
+	if o.Now == nil {
+		o.Now = j.now
+	}
+	return &o
+}
 
 // readSource reads src with ingest.Read.
 func readSource(ctx context.Context, src ingest.Source, opt *ingest.Options) reading {

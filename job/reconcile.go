@@ -46,6 +46,12 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 			ends[k] = end
 		}
 	}
+	ap.Covered = map[string]time.Time{}
+	for c, end := range ends {
+		if c.Kind == reconcile.KindCharge {
+			ap.Covered[c.Provider] = end
+		}
+	}
 	scope, cutoff := matcher.Window(ends, p.AsOf, p.Lag)
 	res.AsOf = coverageEnd(p.AsOf, cutoff, p.Lag)
 	done := j.phase("link")

@@ -24,7 +24,6 @@ type actionFlags struct {
 	pagerURL        string
 	pagerWebhook    string
 	lease           time.Duration
-	keyTTL          time.Duration
 	grace           time.Duration
 	deferredPage    time.Duration
 	maxActions      int
@@ -40,7 +39,8 @@ func (f *actionFlags) add(cmd *cobra.Command) {
 	fl.DurationVar(&f.providerTimeout, "provider-timeout", 30*time.Second, "timeout of one provider call; a call that times out is in doubt, never failed")
 	f.addPager(cmd)
 	fl.DurationVar(&f.lease, "lease", 5*time.Minute, "how long an action's claim, and the run lease, last before another run may take them over; must outlast --provider-timeout")
-	fl.DurationVar(&f.keyTTL, "key-ttl", 24*time.Hour, "how long the provider keeps idempotency keys: older missing effects are looked up before redelivery")
+	fl.Duration("key-ttl", 24*time.Hour, "")
+	fl.MarkDeprecated("key-ttl", "every missing effect is now looked up at the provider before it is redelivered; the flag is ignored")
 	fl.DurationVar(&f.grace, "grace", time.Hour, "how long a compensation may stay in doubt before a person is paged")
 	fl.DurationVar(&f.deferredPage, "deferred-page-after", 72*time.Hour, "page a person about an effect deferred for longer than this")
 	fl.IntVar(&f.maxActions, "max-actions", 1000, "above this many refunds and redeliveries in one run, make none and page (negative: no limit)")
@@ -58,15 +58,14 @@ func (f *actionFlags) addPager(cmd *cobra.Command) {
 }
 
 // checkDurations refuses the duration flags that make no sense, before
-// anything is taken: a lease, a timeout or a key's lifetime of zero or less
+// anything is taken: a lease, or a timeout of zero or less
 // has no deadline, and a negative wait none at all.
 func (f *actionFlags) checkDurations() error {
 	for _, d := range []struct {
 		name   string
 		v      time.Duration
 		zeroOK bool
-	}{{"--lease", f.lease, false}, {"--provider-timeout", f.providerTimeout, false}, {"--key-ttl", f.keyTTL, false},
-		{"--grace", f.grace, true}, {"--deferred-page-after", f.deferredPage, true}} {
+	}{{"--lease", f.lease, false}, {"--provider-timeout", f.providerTimeout, false}, {"--grace", f.grace, true}, {"--deferred-page-after", f.deferredPage, true}} {
 		if d.v < 0 || d.v == 0 && !d.zeroOK {
 			return usageError("%s %s: want a positive duration such as 5m", d.name, d.v)
 		}
@@ -116,7 +115,7 @@ func (f *actionFlags) options(apply bool) (compensate.Options, error) {
 	if grace == 0 {
 		grace = -1 // --grace 0: page at once
 	}
-	return compensate.Options{Lease: f.lease, KeyTTL: f.keyTTL, Grace: grace, DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions,
+	return compensate.Options{Lease: f.lease, Grace: grace, DeferredPageAfter: f.deferredPage, MaxActions: f.maxActions,
 		MaxRefund: maxRefund}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -646,6 +647,115 @@ func TestARedeliveryThatIsNotPaidConfirmsNothing(t *testing.T) {
 		h.money(0, 2)
 		if n := h.pagedAbout("shop:charge:3ds"); n != 1 {
 			t.Errorf("%d pages about shop:charge:3ds, want one", n)
+		}
+	})
+}
+
+// A charge the application made under an idempotency key of its own, and
+// that a line added to the report says failed, is paid at the provider:
+// the job asks before it charges again, whatever the effect's age, and
+// charges nothing. It finds the payment by the provider's search by effect
+// key or, when search has not indexed it yet (Stripe's search lags the
+// writes) or the application sent no effect key, by the payment the ledger
+// names. A payment the ledger names that carries another effect's key is a
+// person's.
+func TestAFailureLineDoesNotChargeAPaidOrderAgain(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		searchLags bool
+		metadata   string // the application's payment's metadata[effect_key]
+		paged      bool
+	}{
+		{"found by search", false, "shop:charge:b", false},
+		{"search lags: the ledger's payment is retrieved", true, "shop:charge:b", false},
+		{"sent without an effect key: the ledger's payment is retrieved", false, "", false},
+		{"the ledger's payment carries another key: a person decides", false, "shop:charge:other", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				h := newHostile(t, l)
+				if c.searchLags {
+					h.sb = sandbox.New(sandbox.Options{SearchLag: time.Hour})
+				}
+				pi, _ := h.charge("a", "shop:charge:a", 3000)
+				h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
+				form := url.Values{"amount": {"2500"}, "currency": {"eur"}, "confirm": {"true"}, "payment_method": {"pm_card_visa"}, "customer": {"cus_b"}}
+				if c.metadata != "" {
+					form.Set("metadata[effect_key]", c.metadata)
+				}
+				out := h.post("/v1/payment_intents", "order-b-attempt-1", form)
+				paid, ch := out["id"].(string), out["latest_charge"].(string)
+				h.effect("shop:charge:b", "charge", reconcile.StatusConfirmed, paid, time.Now().Add(-2*time.Hour), chargeReq("shop:charge:b", 2500))
+				report := h.report("itemized.csv", func(s string) string {
+					for _, line := range strings.Split(s, "\n") {
+						if strings.Contains(line, ch) {
+							forged := strings.Replace(strings.ReplaceAll(line, "25.00", "-25.00"), ",charge,", ",charge_failure,", 1)
+							forged = strings.Replace(forged, "txn_", "txn_forged", 1)
+							return s + forged + "\n"
+						}
+					}
+					t.Fatalf("no line for %s in %s", ch, s)
+					return ""
+				})
+				code, r, errOut := h.run([]string{report}, "--lag", "1h")
+				if r == nil {
+					t.Fatalf("run exited %d with no result: %s", code, errOut)
+				}
+				h.money(0, 2)
+				class, reason, outcomes := h.finding(r, "shop:charge:b")
+				if st, id := h.status("shop:charge:b"); st != reconcile.StatusConfirmed || id != paid || slices.Contains(outcomes, "redeliver:applied") {
+					t.Errorf("shop:charge:b %s %v (%s) is %s %q; want still confirmed as %s, nothing made", class, outcomes, reason, st, id, paid)
+				}
+				if n := h.pagedAbout("shop:charge:b"); c.paged != (n == 1) || n > 1 {
+					t.Errorf("%d pages about shop:charge:b (%s %v: %s)", n, class, outcomes, reason)
+				}
+			})
+		})
+	}
+}
+
+// A missing charge redelivered as a bank debit is processing when the job
+// makes it; when the bank returns it, the report shows the charge and its
+// failure: the order is not paid. The job does not say "made by an earlier
+// run" night after night while nobody looks, and does not debit the
+// customer again on its own: the provider shows the payment failed, and a
+// person decides, paged once.
+func TestARedeliveredDebitThatIsReturnedIsAPersons(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		h := newHostile(t, l)
+		var later atomic.Int64 // how far the bank's day is ahead of the job's
+		h.sb = sandbox.New(sandbox.Options{Now: func() time.Time { return time.Now().Add(time.Duration(later.Load())) }})
+		pi, _ := h.charge("a", "shop:charge:a", 3000)
+		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
+		h.effect("shop:charge:sepa", "charge", reconcile.StatusAttempted, "", dayAgo,
+			`{"amount": 4200, "currency": "eur", "customer": "cus_sepa", "payment_method": "pm_sepa_debit", "metadata": {"effect_key": "shop:charge:sepa"}}`)
+		code, r, errOut := h.run([]string{h.report("night1.csv", nil)})
+		if r == nil {
+			t.Fatalf("run 1 exited %d with no result: %s", code, errOut)
+		}
+		if _, reason, outcomes := h.finding(r, "shop:charge:sepa"); !slices.Equal(outcomes, []string{"redeliver:applied"}) {
+			t.Fatalf("run 1: shop:charge:sepa %v (%s), want redelivered", outcomes, reason)
+		}
+		debit := h.sb.Payments()[1].ID
+		later.Store(int64(time.Hour)) // returned an hour later, and the next runs later still
+		if err := h.sb.Return(debit); err != nil {
+			t.Fatal(err)
+		}
+		h.env = []string{"RECONCILE_TEST_CLOCK_OFFSET=2h"}
+		report := h.report("night2.csv", nil)
+		for run := 2; run <= 3; run++ {
+			code, r, errOut := h.run([]string{report})
+			if r == nil {
+				t.Fatalf("run %d exited %d with no result: %s", run, code, errOut)
+			}
+			class, reason, outcomes := h.finding(r, "shop:charge:sepa")
+			if code != exitPerson || class != string(reconcile.ClassMissing) || !slices.Equal(outcomes, []string{"redeliver:escalated"}) {
+				t.Errorf("run %d: exit %d, shop:charge:sepa %s %v (%s); want %d, missing and a person's", run, code, class, outcomes, reason, exitPerson)
+			}
+		}
+		h.money(0, 2)
+		if n := h.pagedAbout("shop:charge:sepa"); n != 1 {
+			t.Errorf("%d pages about shop:charge:sepa, want one", n)
 		}
 	})
 }

@@ -27,8 +27,10 @@ import (
 // application goes on charging through the sandbox, and writing its rows
 // with plain SQL, as applications do: most charges once, some retried under
 // a fresh key at once, some a night or two later (a late duplicate of an
-// effect an earlier night closed), some recorded and never sent, some sent
-// and never recorded as made, some recorded before the report was cut and
+// effect an earlier night closed), some recorded and never sent (some of
+// those paid by bank debit: the job's redelivery is processing until the
+// bank settles or returns it the next night), some sent and never recorded
+// as made, some recorded before the report was cut and
 // sent after the run, some taken back by the customer's bank, some
 // abandoned by the application while the charge went through; orders
 // refunded in full and charged again; refunds made, and refunds recorded
@@ -41,12 +43,12 @@ import (
 // half of the runs are killed at one and run again. After two quiet nights
 // (an ordinary charge each, no failure), the sandbox's own record says
 // every charge effect is paid exactly once (none for an order the
-// application refunded or abandoned; its extra charges refunded once each,
+// application refunded or abandoned, or whose debit was returned; its extra charges refunded once each,
 // or taken back by the bank) and every refund effect made once; the ledger
 // holds every effect closed (confirmed, duplicated and compensated, or
 // resolved by a person); and each page was one a person had to decide (a
 // duplicate refunded in part by hand, a compensation in doubt, a charge
-// taken back), paged once and answered the next morning by the person on
+// taken back, a debit returned), paged once and answered the next morning by the person on
 // call. RECONCILE_NIGHTS_SEEDS sets how many worlds.
 func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
 	seeds := uint64(4)
@@ -71,6 +73,7 @@ type trader struct {
 	*hostile
 	clockMu   sync.Mutex
 	now       time.Time           // the sandbox's clock
+	set       time.Time           // when it was set, by the wall clock
 	charges   map[string]int64    // charge effect key → amount
 	refunds   map[string]string   // refund effect key → the charge it refunds
 	late      map[int][]string    // night → charge effects retried under a fresh key that night
@@ -83,6 +86,8 @@ type trader struct {
 	subjects  map[string]string // escalation key → what it is about
 	resolved  map[string]bool   // what the person on call resolved
 	abandoned map[string]bool   // charge effects the application abandoned, charged all the same
+	debits    map[string]bool   // charge effects paid by bank debit: the job redelivers them, and the bank settles or returns them
+	banked    map[string]bool   // the debits the bank settled or returned
 	cur       map[string]string // charge effect key → its currency
 	exec      func(query string, args ...any)
 	stamps    int
@@ -100,14 +105,15 @@ func (s *trader) clock() time.Time {
 // at moves the sandbox's clock.
 func (s *trader) at(t time.Time) {
 	s.clockMu.Lock()
-	s.now = t
+	s.now, s.set = t, time.Now()
 	s.clockMu.Unlock()
 }
 
 func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...string) {
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
-		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}, abandoned: map[string]bool{}}
+		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}, abandoned: map[string]bool{},
+		debits: map[string]bool{}, banked: map[string]bool{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
@@ -127,6 +133,22 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			pi, _ := s.pay(key, key)
 			s.exec(`UPDATE effect SET status = 'confirmed', external_id = $1, confirmed_at = $2 WHERE key = $3 AND status = 'attempted'`,
 				pi, s.stamp(s.clock()), key)
+		}
+		for _, p := range s.sb.Payments() { // the banks settle or return the debits the job made
+			if key := p.Metadata["effect_key"]; s.debits[key] && p.Status == "processing" && !s.banked[key] {
+				s.banked[key] = true
+				if rng.IntN(2) == 0 {
+					err := s.sb.Return(p.ID)
+					s.returned[key] = true // the customer paid nothing: a person asks them again
+					if err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if err := s.sb.Settle(p.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		for _, r := range s.repoint[night] {
 			s.exec(`UPDATE effect SET external_id = $1 WHERE key = $2`, r[1], r[0])
@@ -154,8 +176,11 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				amount := int64(500+rng.IntN(50)*100) * cur.scale
 				s.charges[key], s.cur[key] = amount, cur.code
 				created := tick()
-				switch r := rng.IntN(12); {
+				switch r := rng.IntN(13); {
 				case r == 0: // recorded, then the application crashed before the call
+					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
+				case r == 12: // the same, paid by bank debit: the job's redelivery is processing for a night
+					s.debits[key] = true
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
 				case r == 1: // made, then the application crashed before it wrote the answer
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
@@ -297,6 +322,9 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		}
 		if night == nights-1 { // the last actions' lines come back, nothing is left to do
 			for _, d := range r.Discrepancies {
+				if s.debits[d.EffectKey] && s.returned[d.EffectKey] && d.Class == string(reconcile.ClassMissing) {
+					continue // a debit the job made late, returned this morning: the person on call decides below
+				}
 				for _, x := range d.Actions {
 					if d.Class != string(reconcile.ClassDuplicated) || x.Kind != "compensate" || x.Outcome != "skipped" {
 						t.Errorf("night %d, the last, still finds %s %s: %s %s", night+1, d.Class, d.EffectKey, x.Kind, x.Outcome)
@@ -308,6 +336,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 			}
 		}
 	}
+	s.onCall(t) // the morning after the last night
 	s.check(t)
 }
 
@@ -337,8 +366,12 @@ func (s *trader) pay(idem, key string) (pi, ch string) {
 
 // req is the request the application records for a charge effect.
 func (s *trader) req(key string) string {
-	return fmt.Sprintf(`{"amount": %d, "currency": %q, "customer": "cus_%s", "payment_method": "pm_card_visa", "metadata": {"effect_key": %q}}`,
-		s.charges[key], s.cur[key], key, key)
+	method := "pm_card_visa"
+	if s.debits[key] {
+		method = "pm_sepa_debit"
+	}
+	return fmt.Sprintf(`{"amount": %d, "currency": %q, "customer": "cus_%s", "payment_method": %q, "metadata": {"effect_key": %q}}`,
+		s.charges[key], s.cur[key], key, method, key)
 }
 
 // effect writes an application's row as an application does: plain SQL,
@@ -383,10 +416,14 @@ func (s *trader) runLater(inputs []string, crashAt string, args []string) (int, 
 	return s.run(inputs, append([]string{"--lag", "0", "--lease", "1s", "--provider-timeout", "500ms"}, args...)...)
 }
 
-// later is the clock offset of the next command: the sandbox's clock, and
-// two seconds more for each command, past a killed run's leases.
+// later is the clock offset of the next command: the sandbox's clock as it
+// was set, plus the time since (the commands before took it), and two
+// seconds more for each command, past a killed run's leases however long
+// it ran.
 func (s *trader) later() string {
-	return "RECONCILE_TEST_CLOCK_OFFSET=" + (s.clock().Sub(time.Now()) + time.Duration(s.runs)*2*time.Second).String()
+	s.clockMu.Lock()
+	defer s.clockMu.Unlock()
+	return "RECONCILE_TEST_CLOCK_OFFSET=" + (s.now.Sub(s.set) + time.Duration(s.runs)*2*time.Second).String()
 }
 
 // command runs another reconcile command in a child process, on the runs'
@@ -494,6 +531,9 @@ func (s *trader) check(t *testing.T) {
 		if effect, ok := strings.CutSuffix(key, ":escalate:mismatched"); ok && s.abandoned[effect] && n == 1 {
 			continue
 		}
+		if effect, _, ok := strings.Cut(key, ":escalate:"); ok && s.debits[effect] && s.returned[effect] && n == 1 {
+			continue
+		}
 		if n != 1 || !strings.HasSuffix(key, ":escalate:escalated") || !strings.Contains(key, ":compensate:") {
 			t.Errorf("paged %d times about %s: want only a decision on each duplicate refunded in part, and on each compensation in doubt", n, key)
 		}
@@ -538,7 +578,11 @@ func (s *trader) onCall(t *testing.T) {
 					s.refund("", "", p.ChargeID, p.Amount-p.Refunded)
 				}
 			}
-			s.resolve(t, effect, "refunded the abandoned order by hand")
+			s.resolve(t, effect, "compensated", "refunded the abandoned order by hand")
+			continue
+		}
+		if effect, _, ok := strings.Cut(key, ":escalate:"); ok && s.debits[effect] { // found returned, or missing again
+			s.resolve(t, effect, "abandoned", "the customer's bank returned the debit; the customer is asked to pay again")
 			continue
 		}
 		comp, ok := strings.CutSuffix(key, ":escalate:escalated")
@@ -566,16 +610,16 @@ func (s *trader) onCall(t *testing.T) {
 		if target != nil && others > 0 && target.Refunded < target.Amount {
 			s.refund("", "", ch, target.Amount-target.Refunded)
 		}
-		s.resolve(t, s.subjects[key], "refunded "+ch+" by hand")
+		s.resolve(t, s.subjects[key], "compensated", "refunded "+ch+" by hand")
 	}
 	s.answered = len(pages)
 }
 
-// resolve is `reconcile resolve KEY --as compensated` by the person on call.
-func (s *trader) resolve(t *testing.T, key, note string) {
+// resolve is `reconcile resolve KEY --as AS` by the person on call.
+func (s *trader) resolve(t *testing.T, key, as, note string) {
 	s.resolved[key] = true
 	s.runs++
-	if code, _, errOut := s.command("resolve", key, "--as", "compensated", "--note", note, "--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
+	if code, _, errOut := s.command("resolve", key, "--as", as, "--note", note, "--ledger", s.l.URL, "--pager-webhook", s.pages); code != 0 {
 		t.Fatalf("resolve %s exited %d: %s", key, code, errOut)
 	}
 }

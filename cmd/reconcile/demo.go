@@ -123,7 +123,7 @@ func (a *app) demo(ctx context.Context, dir string, keep bool) error {
 		f.in.stripeTZ = "UTC"
 		f.in.livemode = false // the sandbox is Stripe's test mode
 		f.act = actionFlags{apiKey: "sk_test_reconcile", providerURL: provSrv.URL, providerTimeout: 5 * time.Second, pagerWebhook: pagerSrv.URL,
-			lease: time.Minute, keyTTL: 24 * time.Hour, grace: 0, deferredPage: 72 * time.Hour, maxActions: 1000}
+			lease: time.Minute, grace: 0, deferredPage: 72 * time.Hour, maxActions: 1000}
 		f.out.jsonPath = filepath.Join(dir, fmt.Sprintf("round-%d.json", n))
 		f.out.xlsxPath = filepath.Join(dir, roundWorkbook(n))
 		say("\n   reconcile run --apply --lag 1h --grace 0 --ledger sqlite:%s --json %s --xlsx %s %s\n", ledgerPath, f.out.jsonPath, f.out.xlsxPath, strings.Join(inputs, " "))

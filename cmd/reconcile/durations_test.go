@@ -15,7 +15,7 @@ func TestBadDurationsAreUsageErrors(t *testing.T) {
 	l := ledgerdbtest.New(t, "sqlite")
 	l.Open(t, nil) // migrated
 	report := writeFile(t, "itemized.csv", "balance_transaction_id,created_utc,source_id,reporting_category,currency,gross,fee,net\n")
-	for _, flag := range []string{"--lease=0", "--lease=-1m", "--provider-timeout=0", "--key-ttl=0", "--key-ttl=-1h", "--lag=-1h",
+	for _, flag := range []string{"--lease=0", "--lease=-1m", "--provider-timeout=0", "--lag=-1h",
 		"--grace=-1m", "--deferred-page-after=-1h"} {
 		code, _, errOut := reconcileCmd(t, "run", "--ledger", l.URL, flag, report)
 		name, _, _ := strings.Cut(flag, "=")

@@ -250,3 +250,58 @@ func TestAPaymentThatWantsAuthenticationChargesNothing(t *testing.T) {
 		t.Errorf("the sandbox holds %+v, want one intent and no charge", p)
 	}
 }
+
+// A bank debit is processing, its charge pending, until its bank settles
+// it or returns it; a returned debit's charge fails, cannot be refunded,
+// and the itemized report gives its money back (charge_failure), which
+// our ingest reads as the charge's failure.
+func TestABankDebitIsProcessingUntilItSettlesOrIsReturned(t *testing.T) {
+	s, base := start(t, sandbox.Options{})
+	debit := func(key string) (pi, ch string) {
+		f := charge("2500", "eur", key)
+		f.Set("payment_method", "pm_sepa_debit")
+		a := do(t, "POST", base+"/v1/payment_intents", key, f)
+		c := do(t, "GET", base+"/v1/charges/"+a.str("latest_charge"), "", nil)
+		if a.status != 200 || a.str("status") != "processing" || a.body["amount_received"] != 0.0 || c.str("status") != "pending" || c.body["paid"] != false {
+			t.Fatalf("debit = %d %s, charge %s; want processing, nothing received, its charge pending", a.status, a.raw, c.raw)
+		}
+		return a.str("id"), a.str("latest_charge")
+	}
+	paid, _ := debit("run_1:charge:0")
+	returned, ch := debit("run_1:charge:1")
+	if err := s.Settle(paid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Return(returned); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Return(returned); err == nil {
+		t.Error("a debit returned twice, want an error")
+	}
+	if a := do(t, "GET", base+"/v1/payment_intents/"+paid, "", nil); a.str("status") != "succeeded" || a.body["amount_received"] != 2500.0 {
+		t.Errorf("settled debit = %s, want succeeded", a.raw)
+	}
+	if a := do(t, "GET", base+"/v1/payment_intents/"+returned, "", nil); a.str("status") != "requires_payment_method" {
+		t.Errorf("returned debit = %s, want requires_payment_method", a.raw)
+	}
+	if c := do(t, "GET", base+"/v1/charges/"+ch, "", nil); c.str("status") != "failed" || c.body["paid"] != false {
+		t.Errorf("returned debit's charge = %s, want failed", c.raw)
+	}
+	if a := do(t, "POST", base+"/v1/refunds", "r1", url.Values{"charge": {ch}}); a.status != 400 || !strings.Contains(a.raw, "charge_failed") {
+		t.Errorf("refund of a failed charge = %d %s, want refused", a.status, a.raw)
+	}
+	var buf bytes.Buffer
+	if err := s.ExportItemized(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var got sink
+	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.evidence) != 3 || len(got.rejected) > 0 {
+		t.Fatalf("evidence %+v, rejected %q; want the two charges and a failure:\n%s", got.evidence, got.rejected, buf.String())
+	}
+	if e := got.evidence[2]; e.Kind != reconcile.KindCharge || !e.Failed || e.TxID != ch || e.Amount.Minor != -2500 {
+		t.Errorf("the failure row = %+v, want %s failed", e, ch)
+	}
+}

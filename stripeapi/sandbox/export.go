@@ -68,9 +68,10 @@ func (s *Server) ExportEvents(w io.Writer) error {
 }
 
 // ExportItemized writes what the sandbox did as a Stripe "Balance change
-// from activity" itemized report (CSV): one charge row per succeeded
-// payment, one refund row per refund and one dispute row per chargeback
-// (Dispute), in the order they happened.
+// from activity" itemized report (CSV): one charge row per payment charged
+// (a bank debit's from when it is processing), one refund row per refund,
+// one dispute row per chargeback (Dispute) and one charge_failure row per
+// bank debit returned (Return), in the order they happened.
 // Amounts are decimals in major units with Stripe's exponent for the
 // currency; the sandbox charges no fees. A refund row carries the refunded
 // charge's id and payment metadata, and its own refund metadata. Every
@@ -136,6 +137,11 @@ func (s *Server) ExportItemizedSince(w io.Writer, since time.Time) error {
 		if p.ChargeID != "" {
 			moves = append(moves, movement{p.Created, func() {
 				row(p.txn, p.Created, p, p.ChargeID, "charge", p.Amount, p.Params.Get("description"), nil)
+			}})
+		}
+		if p.failure != "" {
+			moves = append(moves, movement{p.returned, func() {
+				row(p.failure, p.returned, p, p.ChargeID, "charge_failure", -p.Amount, "Payment failure for "+p.ChargeID, nil)
 			}})
 		}
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -21,7 +22,7 @@ type Payment struct {
 	Key      string // the Idempotency-Key it was created under
 	Amount   int64  // minor units
 	Currency string // lower case, as Stripe writes it
-	Status   string // succeeded, requires_confirmation, requires_payment_method, requires_action
+	Status   string // succeeded, processing, requires_confirmation, requires_payment_method, requires_action
 	Refunded int64  // minor units refunded so far
 	Disputed bool   // its cardholder's bank took it back (Dispute)
 	Metadata map[string]string
@@ -38,6 +39,21 @@ type payment struct {
 	// it was confirmed, as Stripe does.
 	chargeMeta map[string]string
 	refunds    []*refund // oldest first
+	// returned is when its bank debit failed (Return), and failure the
+	// balance transaction that gave the money back.
+	returned time.Time
+	failure  string
+}
+
+// chargeStatus is the status of the payment's charge.
+func (p *payment) chargeStatus() string {
+	switch {
+	case !p.returned.IsZero():
+		return "failed"
+	case p.Status == "processing":
+		return "pending"
+	}
+	return "succeeded"
 }
 
 // declinedMethods are Stripe's test payment methods whose charge is
@@ -48,6 +64,11 @@ var declinedMethods = map[string]bool{"pm_card_chargeDeclined": true, "pm_card_v
 // waits for the customer to authenticate (3D Secure): confirmed, the intent
 // answers requires_action and nothing is charged.
 var authenticationMethods = map[string]bool{"pm_card_authenticationRequired": true, "pm_card_threeDSecure2Required": true}
+
+// debitMethods are the sandbox's bank debits (SEPA, ACH): confirmed, the
+// intent is processing and its charge pending until the bank settles it
+// (Settle) or returns it (Return), days later.
+var debitMethods = map[string]bool{"pm_sepa_debit": true, "pm_us_bank_account": true}
 
 // Payments returns the payment intents the sandbox made, oldest first.
 func (s *Server) Payments() []Payment {
@@ -112,10 +133,48 @@ func (s *Server) createPaymentIntent(r *http.Request, form url.Values, key, reqI
 		p.txn = newID("txn_")
 		p.chargeMeta = maps.Clone(p.Metadata)
 		s.charges[p.ChargeID] = p
+		if debitMethods[form.Get("payment_method")] {
+			p.Status = "processing"
+			s.event("charge.pending", now, s.chargeObject(p), reqID, key)
+			return ok(s.intentObject(p), true)
+		}
 		s.event("payment_intent.succeeded", now, s.intentObject(p), reqID, key)
 		s.event("charge.succeeded", now, s.chargeObject(p), reqID, key)
 	}
 	return ok(s.intentObject(p), true)
+}
+
+// Settle ends a bank debit's processing as its bank does when it pays:
+// the intent succeeds.
+func (s *Server) Settle(pi string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.intents[pi]
+	if p == nil || p.Status != "processing" {
+		return fmt.Errorf("no processing payment %s to settle", pi)
+	}
+	p.Status = "succeeded"
+	now := s.now().UTC()
+	s.event("payment_intent.succeeded", now, s.intentObject(p), "", "")
+	s.event("charge.succeeded", now, s.chargeObject(p), "", "")
+	return nil
+}
+
+// Return fails a bank debit as its bank does when it returns it, while it
+// is processing or after it settled: the charge fails, the intent wants
+// another payment method, and the itemized report gives the money back
+// (charge_failure).
+func (s *Server) Return(pi string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.intents[pi]
+	if p == nil || p.ChargeID == "" || !p.returned.IsZero() || !debitMethods[p.Params.Get("payment_method")] {
+		return fmt.Errorf("no bank debit %s to return", pi)
+	}
+	p.Status, p.returned, p.failure = "requires_payment_method", s.now().UTC(), newID("txn_")
+	s.event("charge.failed", p.returned, s.chargeObject(p), "", "")
+	s.event("payment_intent.payment_failed", p.returned, s.intentObject(p), "", "")
+	return nil
 }
 
 // getPaymentIntent is GET /v1/payment_intents/{id}, with its latest charge
@@ -139,7 +198,8 @@ func (s *Server) getPaymentIntent(r *http.Request, form url.Values, key, reqID s
 }
 
 // searchPaymentIntents is GET /v1/payment_intents/search, newest first,
-// paged with limit and page.
+// paged with limit and page; what was made within the search lag is not
+// found yet.
 func (s *Server) searchPaymentIntents(r *http.Request, form url.Values, key, reqID string) response {
 	q, err := parseQuery(form.Get("query"))
 	if err != nil {
@@ -158,8 +218,9 @@ func (s *Server) searchPaymentIntents(r *http.Request, form url.Values, key, req
 		offset = n
 	}
 	var hits []*payment
+	indexed := s.now().Add(-s.lag)
 	for _, p := range slices.Backward(s.payments) {
-		if q.matches(p) {
+		if q.matches(p) && !p.Created.After(indexed) {
 			hits = append(hits, p)
 		}
 	}
@@ -221,7 +282,10 @@ func (s *Server) intentObject(p *payment) intentObject {
 		Status:             p.Status,
 	}
 	if p.ChargeID != "" {
-		o.AmountReceived, o.LatestCharge = p.Amount, p.ChargeID
+		o.LatestCharge = p.ChargeID
+	}
+	if p.Status == "succeeded" {
+		o.AmountReceived = p.Amount
 	}
 	return o
 }
@@ -264,12 +328,12 @@ func (s *Server) chargeObject(p *payment) chargeObject {
 		Description:        param(p.Params, "description"),
 		Livemode:           s.livemode,
 		Metadata:           p.chargeMeta,
-		Paid:               true,
+		Paid:               p.chargeStatus() == "succeeded",
 		PaymentIntent:      p.ID,
 		Refunded:           p.Refunded == p.Amount,
 		Disputed:           p.Disputed,
 		Refunds:            refundList{Object: "list", URL: "/v1/charges/" + p.ChargeID + "/refunds", Data: []refundObject{}},
-		Status:             "succeeded",
+		Status:             p.chargeStatus(),
 	}
 	for _, rf := range slices.Backward(p.refunds) {
 		o.Refunds.Data = append(o.Refunds.Data, rf.object())

@@ -123,6 +123,9 @@ func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID strin
 	case p.Disputed:
 		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_disputed",
 			Message: fmt.Sprintf("Charge %s has been charged back; cannot issue a refund.", p.ChargeID)}, true)
+	case !p.returned.IsZero():
+		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_failed",
+			Message: fmt.Sprintf("Charge %s failed; there is nothing to refund.", p.ChargeID)}, true)
 	case left == 0:
 		return errorResponse(http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "charge_already_refunded",
 			Message: fmt.Sprintf("Charge %s has already been refunded.", p.ChargeID)}, true)

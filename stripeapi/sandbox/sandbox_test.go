@@ -264,6 +264,27 @@ func TestRefundsCannotExceedTheCharge(t *testing.T) {
 	}
 }
 
+// Search lags the writes, as Stripe's does; retrieval by id does not.
+func TestSearchFindsAPaymentOnlyAfterTheLag(t *testing.T) {
+	c := newClock()
+	_, base := start(t, sandbox.Options{SearchLag: time.Minute, Now: c.Now})
+	made := do(t, "POST", base+"/v1/payment_intents", "k1", charge("700", "eur", "lagged"))
+	found := func() int {
+		a := do(t, "GET", base+"/v1/payment_intents/search", "", url.Values{"query": {`metadata['effect_key']:'lagged'`}})
+		return len(a.body["data"].([]any))
+	}
+	if n := found(); n != 0 {
+		t.Errorf("search at once found %d, want none: not indexed yet", n)
+	}
+	if a := do(t, "GET", base+"/v1/payment_intents/"+made.str("id"), "", nil); a.status != 200 {
+		t.Errorf("retrieval at once = %d %s, want the payment", a.status, a.raw)
+	}
+	c.Add(time.Minute)
+	if n := found(); n != 1 {
+		t.Errorf("search after the lag found %d, want 1", n)
+	}
+}
+
 func TestSearchFindsPaymentIntentsByMetadata(t *testing.T) {
 	_, base := start(t, sandbox.Options{})
 	odd := `run_1:charge:0 it's "odd" \ key`

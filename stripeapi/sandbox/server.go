@@ -1,8 +1,12 @@
 // Package sandbox is a stateful server for the subset of Stripe's API that
 // reconcile calls: payment intents (create, retrieve, search), charges
 // (retrieve) and refunds (create, list), with Stripe's idempotency
-// semantics, keys that expire, injected faults, and exports of what it did
-// in the formats Stripe's own reports and webhook dumps take.
+// semantics, keys that expire, a search that lags its writes, injected
+// faults, and exports of what it did in the formats Stripe's own reports and
+// webhook dumps take. Besides what callers ask, a test can have a charge
+// taken back (Dispute) and a bank debit settled or returned (Settle,
+// Return): test payment methods choose a declined card, one that wants
+// authentication, or a bank debit (pm_sepa_debit, pm_us_bank_account).
 //
 // It is a test and demo tool, not a mock: what it answers follows from what
 // it was asked before, so a test can check what a client really made.
@@ -31,6 +35,11 @@ type Options struct {
 	// in its livemode field. The zero value is test mode, as Stripe's test
 	// keys get.
 	Livemode bool
+	// SearchLag is how long a payment intent stays out of search results
+	// after it is made: Stripe's search is eventually consistent ("data is
+	// usually searchable within a minute"), retrieval by id is not. 0
+	// means at once.
+	SearchLag time.Duration
 }
 
 // Server is the sandbox: an http.Handler that keeps payment intents, charges
@@ -39,6 +48,7 @@ type Server struct {
 	ttl      time.Duration
 	now      func() time.Time
 	livemode bool
+	lag      time.Duration
 	mux      *http.ServeMux
 
 	mu       sync.Mutex
@@ -61,6 +71,7 @@ func New(opt Options) *Server {
 		ttl:      opt.KeyTTL,
 		now:      opt.Now,
 		livemode: opt.Livemode,
+		lag:      opt.SearchLag,
 		mux:      http.NewServeMux(),
 		intents:  map[string]*payment{},
 		charges:  map[string]*payment{},
