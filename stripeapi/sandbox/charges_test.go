@@ -2,14 +2,12 @@ package sandbox_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
 
 	"reconcile"
-	stripeingest "reconcile/ingest/stripe"
 	"reconcile/stripeapi/sandbox"
 )
 
@@ -224,10 +222,7 @@ func TestADisputedChargeCannotBeRefundedAndIsReported(t *testing.T) {
 	if err := s.ExportItemized(&buf); err != nil {
 		t.Fatal(err)
 	}
-	var got sink
-	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := itemized(t, buf.Bytes())
 	if len(got.evidence) != 2 || len(got.rejected) > 0 {
 		t.Fatalf("evidence %+v, rejected %q; want the charge and its dispute:\n%s", got.evidence, got.rejected, buf.String())
 	}
@@ -294,10 +289,7 @@ func TestABankDebitIsProcessingUntilItSettlesOrIsReturned(t *testing.T) {
 	if err := s.ExportItemized(&buf); err != nil {
 		t.Fatal(err)
 	}
-	var got sink
-	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := itemized(t, buf.Bytes())
 	if len(got.evidence) != 3 || len(got.rejected) > 0 {
 		t.Fatalf("evidence %+v, rejected %q; want the two charges and a failure:\n%s", got.evidence, got.rejected, buf.String())
 	}

@@ -19,6 +19,16 @@ import (
 )
 
 // sink keeps what a parser sends.
+// itemized is what our ingest reads of an itemized report.
+func itemized(t *testing.T, report []byte) *sink {
+	t.Helper()
+	var got sink
+	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(report), stripeingest.ItemizedOptions{}, &got); err != nil {
+		t.Fatal(err)
+	}
+	return &got
+}
+
 type sink struct {
 	evidence []*reconcile.Evidence
 	rejected []string
@@ -89,10 +99,7 @@ func TestExportItemizedParsesAsAStripeReport(t *testing.T) {
 	if !stripeingest.DetectItemized("sandbox.itemized.csv", buf.Bytes()) {
 		t.Errorf("the export is not detected as an itemized report:\n%s", buf.String())
 	}
-	var got sink
-	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := itemized(t, buf.Bytes())
 	if len(got.rejected) > 0 || len(got.ignored) > 0 {
 		t.Errorf("rejected %q, ignored %q, want every row as evidence:\n%s", got.rejected, got.ignored, buf.String())
 	}
@@ -215,10 +222,7 @@ func TestExportItemizedSinceHoldsOnlyTheNewPeriod(t *testing.T) {
 	if err := s.ExportItemizedSince(&buf, now); err != nil {
 		t.Fatal(err)
 	}
-	var got sink
-	if err := stripeingest.ParseItemized(context.Background(), bytes.NewReader(buf.Bytes()), stripeingest.ItemizedOptions{}, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := itemized(t, buf.Bytes())
 	var kinds []reconcile.Kind
 	for _, e := range got.evidence {
 		kinds = append(kinds, e.Kind)
