@@ -67,10 +67,11 @@ type Options struct {
 	// Lease is how long a claim is held before another run may take the
 	// action over. It must outlast a provider call. Default 5 minutes.
 	Lease time.Duration
-	// Covered is, per provider, the latest time the run's evidence of
-	// charges covers: a payment an earlier run redelivered before it should
-	// show in it, and one that does not is checked at the provider.
-	Covered map[string]time.Time
+	// Covered is the latest time the run's evidence of a provider covers
+	// for what a step makes (its charges, its refunds); nil covers nothing.
+	// What an earlier run redelivered before it should show in it, and
+	// what does not is checked at the provider.
+	Covered func(provider, step string) time.Time
 	// Grace is how long a compensation may stay in doubt before a person is
 	// paged. 0 means 1 hour; negative means at once.
 	Grace time.Duration
@@ -165,8 +166,8 @@ func (a *Applier) Act(ctx context.Context, ds []reconcile.Discrepancy) (*Result,
 	if held, err := r.blastRadius(ctx); err != nil || held {
 		return &Result{Discrepancies: r.ds}, err
 	}
-	for _, at := range r.made {
-		if err := r.madeBefore(ctx, &r.ds[at[0]], &r.ds[at[0]].Actions[at[1]]); err != nil {
+	for _, m := range r.made {
+		if err := r.madeBefore(ctx, &r.ds[m.d], &r.ds[m.d].Actions[m.x], m.at); err != nil {
 			return nil, err
 		}
 	}
@@ -218,10 +219,15 @@ type run struct {
 	found   map[string]reconcile.Class
 	claimed map[string]bool
 	// made are the redeliveries an earlier run made of effects found
-	// missing again by evidence that covers the time they were made (by
-	// index in ds and in its actions): madeBefore asks the provider what
-	// became of them.
-	made [][2]int
+	// missing again: madeBefore asks the provider what became of them.
+	made []madeEarlier
+}
+
+// madeEarlier is a redelivery an earlier run made, by index in ds and in
+// its actions, and when.
+type madeEarlier struct {
+	d, x int
+	at   time.Time
 }
 
 // skipDone settles the outcome of the actions there is nothing to do for:
@@ -267,9 +273,8 @@ func (r *run) skipDone(ctx context.Context) error {
 			}
 			if c, ok := claims[x.Key]; ok && c.State == reconcile.ClaimStateDone {
 				fromEarlierRun(x, c.Result)
-				if x.Kind == reconcile.ActionRedeliver && x.Outcome == reconcile.OutcomeSkipped && x.Made != "" &&
-					c.SettledAt.Before(r.Covered[r.ds[i].Provider]) {
-					r.made = append(r.made, [2]int{i, j})
+				if x.Kind == reconcile.ActionRedeliver && x.Outcome == reconcile.OutcomeSkipped && x.Made != "" {
+					r.made = append(r.made, madeEarlier{i, j, c.SettledAt})
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"reconcile"
 )
@@ -194,39 +195,69 @@ func differs(q *reconcile.Terms, key string, m *reconcile.Made) string {
 	return strings.Join(diffs, ", ")
 }
 
-// madeBefore checks at the provider a payment an earlier run redelivered
-// for an effect that is missing again, by evidence that covers the time it
-// was made (Options.Covered; a run over the same report makes no call): a
-// bank debit the bank returned after it was made (processing, then
-// failed), or one the provider no longer shows. One that still stands
-// leaves the action skipped; one that does not is a person's: nothing is
-// charged again, and a person is paged once. A check that is unavailable
-// leaves it to the next run.
-func (r *run) madeBefore(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action) error {
+// madeBefore checks at the provider what an earlier run redelivered, at
+// made, for an effect that is missing again, once the run's evidence
+// covers that time (Options.Covered; a run over the same report asks
+// nothing): a bank debit the bank returned after it was made (processing,
+// then failed), a refund the customer's bank could not take, or one the
+// provider no longer shows. One that still stands leaves the action
+// skipped; one that does not is a person's: nothing is made again, and a
+// person is paged once. A check that is unavailable leaves it to the next
+// run.
+func (r *run) madeBefore(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, made time.Time) error {
 	p := r.Providers[d.Provider]
-	if p == nil {
+	if p == nil || r.Covered == nil {
 		return nil
 	}
 	e, err := r.Store.EffectGet(ctx, d.EffectKey)
-	if err != nil || e.Step != "charge" {
+	if err != nil || !made.Before(r.Covered(d.Provider, e.Step)) {
 		return err
 	}
-	ch, err := p.RetrieveCharge(ctx, x.Made)
-	var note string
+	state, err := standing(ctx, p, e, x.Made)
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
-		note = x.Made + ", which an earlier run made, does not exist at the provider"
+		state = "does not exist"
 	case err != nil:
 		x.Note += "; its check at the provider is unavailable (" + err.Error() + "), retried next run"
 		return nil
-	case ch.Status == "failed":
-		note = fmt.Sprintf("%s, which an earlier run made, failed at the provider (charge %s)", x.Made, ch.ID)
-	case ch.Refunded >= ch.Amount.Minor || ch.Disputed:
-		note = fmt.Sprintf("%s, which an earlier run made, is refunded or disputed at the provider (charge %s)", x.Made, ch.ID)
-	default:
-		x.Note += "; the provider shows it " + ch.Status
+	case state == "":
 		return nil
 	}
-	x.Outcome, x.Note = reconcile.OutcomeEscalated, note+": nothing is charged again; a person decides"
+	x.Outcome, x.Note = reconcile.OutcomeEscalated, fmt.Sprintf("%s, which an earlier run made, %s at the provider: nothing is made again; a person decides", x.Made, state)
 	return r.raise(ctx, reconcile.EscalationKey(d.EffectKey, reconcile.ClassMissing), d.EffectKey, d.Class, "redelivery: "+x.Note)
+}
+
+// standing says how what was made for e, id, no longer stands at the
+// provider ("failed", "is refunded in full", ...), or "" when it stands or
+// e's step is one madeBefore does not check.
+func standing(ctx context.Context, p Provider, e *reconcile.Effect, id string) (string, error) {
+	switch e.Step {
+	case "charge":
+		ch, err := p.RetrieveCharge(ctx, id)
+		switch {
+		case err != nil:
+			return "", err
+		case ch.Status == "failed":
+			return "failed (charge " + ch.ID + ")", nil
+		case ch.Disputed:
+			return "is disputed (charge " + ch.ID + ")", nil
+		case ch.Refunded >= ch.Amount.Minor:
+			return "is refunded in full (charge " + ch.ID + ")", nil
+		}
+	case "refund":
+		t, err := p.Terms(e.Request)
+		if err != nil {
+			return "", nil // not redelivered
+		}
+		rf, err := p.FindRefund(ctx, t.Target, e.Key)
+		switch {
+		case err != nil:
+			return "", err
+		case rf == nil:
+			return "", reconcile.ErrNotFound
+		case rf.Status == "failed" || rf.Status == "canceled":
+			return rf.Status, nil
+		}
+	}
+	return "", nil
 }

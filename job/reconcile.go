@@ -46,11 +46,9 @@ func (j *Job) reconcile(ctx context.Context, p *RunParams, in *ingested, ap *com
 			ends[k] = end
 		}
 	}
-	ap.Covered = map[string]time.Time{}
-	for c, end := range ends {
-		if c.Kind == reconcile.KindCharge {
-			ap.Covered[c.Provider] = end
-		}
+	ap.Covered = func(provider, step string) time.Time {
+		kind, _ := matcher.ExpectedKind(step)
+		return ends[matcher.Coverage{Provider: provider, Kind: kind}]
 	}
 	scope, cutoff := matcher.Window(ends, p.AsOf, p.Lag)
 	res.AsOf = coverageEnd(p.AsOf, cutoff, p.Lag)

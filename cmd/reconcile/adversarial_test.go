@@ -759,3 +759,49 @@ func TestARedeliveredDebitThatIsReturnedIsAPersons(t *testing.T) {
 		}
 	})
 }
+
+// A missing refund the job redelivered that later fails (the customer's
+// bank cannot take it) leaves the customer without their money: once the
+// report shows the failure, the job asks the provider, and a person
+// decides, paged once; nothing is sent again on the job's own.
+func TestARedeliveredRefundThatFailsIsAPersons(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		h := newHostile(t, l)
+		var later atomic.Int64 // how far the bank's day is ahead of the job's
+		h.sb = sandbox.New(sandbox.Options{Now: func() time.Time { return time.Now().Add(time.Duration(later.Load())) }})
+		pi, ch := h.charge("a", "shop:charge:a", 3000)
+		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
+		made := h.refund("shop:refund:first", "shop:refund:first", ch, 500) // so that the report covers refunds
+		h.effect("shop:refund:first", "refund", reconcile.StatusConfirmed, made, dayAgo,
+			fmt.Sprintf(`{"charge": %q, "amount": 500, "metadata": {"effect_key": "shop:refund:first"}}`, ch))
+		h.effect("shop:refund:a", "refund", reconcile.StatusAttempted, "", dayAgo,
+			fmt.Sprintf(`{"charge": %q, "amount": 1000, "metadata": {"effect_key": "shop:refund:a"}}`, ch))
+		code, r, errOut := h.run([]string{h.report("night1.csv", nil)})
+		if r == nil {
+			t.Fatalf("run 1 exited %d with no result: %s", code, errOut)
+		}
+		if _, reason, outcomes := h.finding(r, "shop:refund:a"); !slices.Equal(outcomes, []string{"redeliver:applied"}) {
+			t.Fatalf("run 1: shop:refund:a %v (%s), want redelivered", outcomes, reason)
+		}
+		later.Store(int64(time.Hour)) // it fails an hour later, and the next runs later still
+		if err := h.sb.FailRefund(h.sb.Refunds()[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		h.env = []string{"RECONCILE_TEST_CLOCK_OFFSET=2h"}
+		report := h.report("night2.csv", nil)
+		for run := 2; run <= 3; run++ {
+			code, r, errOut := h.run([]string{report})
+			if r == nil {
+				t.Fatalf("run %d exited %d with no result: %s", run, code, errOut)
+			}
+			class, reason, outcomes := h.finding(r, "shop:refund:a")
+			if code != exitPerson || class != string(reconcile.ClassMissing) || !slices.Equal(outcomes, []string{"redeliver:escalated"}) {
+				t.Errorf("run %d: exit %d, shop:refund:a %s %v (%s); want %d, missing and a person's", run, code, class, outcomes, reason, exitPerson)
+			}
+		}
+		h.money(2, 1)
+		if n := h.pagedAbout("shop:refund:a"); n != 1 {
+			t.Errorf("%d pages about shop:refund:a, want one", n)
+		}
+	})
+}

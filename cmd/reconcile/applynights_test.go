@@ -34,7 +34,8 @@ import (
 // sent after the run, some taken back by the customer's bank, some
 // abandoned by the application while the charge went through; orders
 // refunded in full and charged again; refunds made, and refunds recorded
-// but never sent. Each night's report holds only that night's activity, the
+// but never sent (the job's redelivery of some of them fails at the
+// customer's bank the next night). Each night's report holds only that night's activity, the
 // job's refunds and redeliveries of the night before among it; beside it,
 // on some nights, the application's webhook log (every event so far) and
 // last night's report again, on some ingested on their own first; now and
@@ -48,7 +49,7 @@ import (
 // holds every effect closed (confirmed, duplicated and compensated, or
 // resolved by a person); and each page was one a person had to decide (a
 // duplicate refunded in part by hand, a compensation in doubt, a charge
-// taken back, a debit returned), paged once and answered the next morning by the person on
+// taken back, a debit returned, a refund failed), paged once and answered the next morning by the person on
 // call. RECONCILE_NIGHTS_SEEDS sets how many worlds.
 func TestNightsOfApplyPayEachEffectOnce(t *testing.T) {
 	seeds := uint64(4)
@@ -88,6 +89,8 @@ type trader struct {
 	abandoned map[string]bool   // charge effects the application abandoned, charged all the same
 	debits    map[string]bool   // charge effects paid by bank debit: the job redelivers them, and the bank settles or returns them
 	banked    map[string]bool   // the debits the bank settled or returned
+	unsent    map[string]bool   // refund effects recorded and never sent: the job redelivers them
+	bounced   map[string]bool   // of those, the ones the customer's bank could not take
 	cur       map[string]string // charge effect key → its currency
 	exec      func(query string, args ...any)
 	stamps    int
@@ -113,7 +116,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
 		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}, abandoned: map[string]bool{},
-		debits: map[string]bool{}, banked: map[string]bool{}}
+		debits: map[string]bool{}, banked: map[string]bool{}, unsent: map[string]bool{}, bounced: map[string]bool{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
@@ -146,6 +149,14 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 					continue
 				}
 				if err := s.sb.Settle(p.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, rf := range s.sb.Refunds() { // now and then a customer's bank cannot take the job's refund
+			if key := rf.Metadata["effect_key"]; s.unsent[key] && !s.bounced[key] && rf.Status == "succeeded" && rng.IntN(3) == 0 {
+				s.bounced[key] = true
+				if err := s.sb.FailRefund(rf.ID); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -242,6 +253,7 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				s.refunds[key] = ch.charge
 				if rng.IntN(2) == 0 {
 					s.effect(key, "refund", reconcile.StatusAttempted, "", created, req)
+					s.unsent[key] = true
 					continue
 				}
 				s.effect(key, "refund", reconcile.StatusConfirmed, s.refund(key, key, ch.charge, part), created, req)
@@ -322,8 +334,8 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 		}
 		if night == nights-1 { // the last actions' lines come back, nothing is left to do
 			for _, d := range r.Discrepancies {
-				if s.debits[d.EffectKey] && s.returned[d.EffectKey] && d.Class == string(reconcile.ClassMissing) {
-					continue // a debit the job made late, returned this morning: the person on call decides below
+				if (s.debits[d.EffectKey] && s.returned[d.EffectKey] || s.bounced[d.EffectKey]) && d.Class == string(reconcile.ClassMissing) {
+					continue // the job's debit returned, or its refund failed, this morning: the person on call decides below
 				}
 				for _, x := range d.Actions {
 					if d.Class != string(reconcile.ClassDuplicated) || x.Kind != "compensate" || x.Outcome != "skipped" {
@@ -531,7 +543,7 @@ func (s *trader) check(t *testing.T) {
 		if effect, ok := strings.CutSuffix(key, ":escalate:mismatched"); ok && s.abandoned[effect] && n == 1 {
 			continue
 		}
-		if effect, _, ok := strings.Cut(key, ":escalate:"); ok && s.debits[effect] && s.returned[effect] && n == 1 {
+		if effect, _, ok := strings.Cut(key, ":escalate:"); ok && (s.debits[effect] && s.returned[effect] || s.bounced[effect]) && n == 1 {
 			continue
 		}
 		if n != 1 || !strings.HasSuffix(key, ":escalate:escalated") || !strings.Contains(key, ":compensate:") {
@@ -579,6 +591,10 @@ func (s *trader) onCall(t *testing.T) {
 				}
 			}
 			s.resolve(t, effect, "compensated", "refunded the abandoned order by hand")
+			continue
+		}
+		if effect, _, ok := strings.Cut(key, ":escalate:"); ok && s.bounced[effect] {
+			s.resolve(t, effect, "compensated", "the refund failed; the customer was paid back by bank transfer")
 			continue
 		}
 		if effect, _, ok := strings.Cut(key, ":escalate:"); ok && s.debits[effect] { // found returned, or missing again

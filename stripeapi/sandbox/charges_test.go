@@ -297,3 +297,35 @@ func TestABankDebitIsProcessingUntilItSettlesOrIsReturned(t *testing.T) {
 		t.Errorf("the failure row = %+v, want %s failed", e, ch)
 	}
 }
+
+// A refund the customer's bank cannot take fails: its money is the
+// charge's again, and the itemized report takes it back into the balance
+// (refund_failure), which our ingest reads as the refund's failure.
+func TestARefundThatFailsGivesTheMoneyBack(t *testing.T) {
+	s, base := start(t, sandbox.Options{})
+	ch := do(t, "POST", base+"/v1/payment_intents", "k1", charge("2500", "eur", "run_1:charge:0")).str("latest_charge")
+	re := do(t, "POST", base+"/v1/refunds", "r1", url.Values{"charge": {ch}, "amount": {"1000"}}).str("id")
+	if err := s.FailRefund(re); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FailRefund(re); err == nil {
+		t.Error("a refund failed twice, want an error")
+	}
+	if c := do(t, "GET", base+"/v1/charges/"+ch, "", nil); c.body["amount_refunded"] != 0.0 {
+		t.Errorf("charge after its refund failed = %s, want nothing refunded", c.raw)
+	}
+	if rs := s.Refunds(); len(rs) != 1 || rs[0].Status != "failed" {
+		t.Errorf("refunds %+v, want one failed", rs)
+	}
+	var buf bytes.Buffer
+	if err := s.ExportItemized(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := itemized(t, buf.Bytes())
+	if len(got.evidence) != 3 || len(got.rejected) > 0 {
+		t.Fatalf("evidence %+v, rejected %q; want the charge, the refund and its failure:\n%s", got.evidence, got.rejected, buf.String())
+	}
+	if e := got.evidence[2]; e.Kind != reconcile.KindRefund || !e.Failed || e.TxID != re || e.Amount.Minor != 1000 {
+		t.Errorf("the failure row = %+v, want %s failed", e, re)
+	}
+}

@@ -70,8 +70,9 @@ func (s *Server) ExportEvents(w io.Writer) error {
 // ExportItemized writes what the sandbox did as a Stripe "Balance change
 // from activity" itemized report (CSV): one charge row per payment charged
 // (a bank debit's from when it is processing), one refund row per refund,
-// one dispute row per chargeback (Dispute) and one charge_failure row per
-// bank debit returned (Return), in the order they happened.
+// one dispute row per chargeback (Dispute), one charge_failure row per
+// bank debit returned (Return) and one refund_failure row per refund that
+// failed (FailRefund), in the order they happened.
 // Amounts are decimals in major units with Stripe's exponent for the
 // currency; the sandbox charges no fees. A refund row carries the refunded
 // charge's id and payment metadata, and its own refund metadata. Every
@@ -152,6 +153,11 @@ func (s *Server) ExportItemizedSince(w io.Writer, since time.Time) error {
 			desc += " (" + d + ")"
 		}
 		moves = append(moves, movement{rf.Created, func() { row(rf.txn, rf.Created, p, rf.ID, "refund", -rf.Amount, desc, rf.Metadata) }})
+		if rf.failure != "" {
+			moves = append(moves, movement{rf.failed, func() {
+				row(rf.failure, rf.failed, p, rf.ID, "refund_failure", rf.Amount, "REFUND FAILURE", rf.Metadata)
+			}})
+		}
 	}
 	for _, d := range s.disputes {
 		moves = append(moves, movement{d.created, func() {

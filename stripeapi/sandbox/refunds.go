@@ -19,7 +19,7 @@ type Refund struct {
 	Key           string // the Idempotency-Key it was created under; empty without one (by hand)
 	Amount        int64  // minor units, positive
 	Currency      string // lower case
-	Status        string // succeeded
+	Status        string // succeeded, or failed (FailRefund)
 	Reason        string
 	Metadata      map[string]string
 	// Params holds every form parameter of the request that created it.
@@ -31,6 +31,10 @@ type Refund struct {
 type refund struct {
 	Refund
 	txn string // its balance transaction
+	// failed is when the refund failed (FailRefund), and failure the
+	// balance transaction that gave its money back to the balance.
+	failed  time.Time
+	failure string
 }
 
 // refundReasons are the reasons Stripe accepts.
@@ -156,6 +160,24 @@ func (s *Server) createRefund(r *http.Request, form url.Values, key, reqID strin
 	s.event("refund.created", now, rf.object(), reqID, key)
 	s.event("charge.refunded", now, s.chargeObject(p), reqID, key)
 	return ok(rf.object(), true)
+}
+
+// FailRefund fails a refund as a customer's bank does when it cannot take
+// the money (a closed card account): the refund is failed, its amount is
+// the charge's again, and the itemized report takes the money back into
+// the balance (refund_failure).
+func (s *Server) FailRefund(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rf := range s.refunds {
+		if rf.ID == id && rf.Status == "succeeded" {
+			rf.Status, rf.failed, rf.failure = "failed", s.now().UTC(), newID("txn_")
+			s.charges[rf.Charge].Refunded -= rf.Amount
+			s.event("charge.refund.updated", rf.failed, rf.object(), "", "")
+			return nil
+		}
+	}
+	return fmt.Errorf("no succeeded refund %s to fail", id)
 }
 
 // refundTarget finds the succeeded payment a refund request names.

@@ -4,8 +4,8 @@
 // semantics, keys that expire, a search that lags its writes, injected
 // faults, and exports of what it did in the formats Stripe's own reports and
 // webhook dumps take. Besides what callers ask, a test can have a charge
-// taken back (Dispute) and a bank debit settled or returned (Settle,
-// Return): test payment methods choose a declined card, one that wants
+// taken back (Dispute), a bank debit settled or returned (Settle, Return)
+// and a refund failed (FailRefund): test payment methods choose a declined card, one that wants
 // authentication, or a bank debit (pm_sepa_debit, pm_us_bank_account).
 //
 // It is a test and demo tool, not a mock: what it answers follows from what
