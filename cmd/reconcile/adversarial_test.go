@@ -714,94 +714,65 @@ func TestAFailureLineDoesNotChargeAPaidOrderAgain(t *testing.T) {
 	}
 }
 
-// A missing charge redelivered as a bank debit is processing when the job
-// makes it; when the bank returns it, the report shows the charge and its
-// failure: the order is not paid. The job does not say "made by an earlier
-// run" night after night while nobody looks, and does not debit the
-// customer again on its own: the provider shows the payment failed, and a
-// person decides, paged once.
-func TestARedeliveredDebitThatIsReturnedIsAPersons(t *testing.T) {
-	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
-		h := newHostile(t, l)
-		var later atomic.Int64 // how far the bank's day is ahead of the job's
-		h.sb = sandbox.New(sandbox.Options{Now: func() time.Time { return time.Now().Add(time.Duration(later.Load())) }})
-		pi, _ := h.charge("a", "shop:charge:a", 3000)
-		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
-		h.effect("shop:charge:sepa", "charge", reconcile.StatusAttempted, "", dayAgo,
-			`{"amount": 4200, "currency": "eur", "customer": "cus_sepa", "payment_method": "pm_sepa_debit", "metadata": {"effect_key": "shop:charge:sepa"}}`)
-		code, r, errOut := h.run([]string{h.report("night1.csv", nil)})
-		if r == nil {
-			t.Fatalf("run 1 exited %d with no result: %s", code, errOut)
-		}
-		if _, reason, outcomes := h.finding(r, "shop:charge:sepa"); !slices.Equal(outcomes, []string{"redeliver:applied"}) {
-			t.Fatalf("run 1: shop:charge:sepa %v (%s), want redelivered", outcomes, reason)
-		}
-		debit := h.sb.Payments()[1].ID
-		later.Store(int64(time.Hour)) // returned an hour later, and the next runs later still
-		if err := h.sb.Return(debit); err != nil {
-			t.Fatal(err)
-		}
-		h.env = []string{"RECONCILE_TEST_CLOCK_OFFSET=2h"}
-		report := h.report("night2.csv", nil)
-		for run := 2; run <= 3; run++ {
-			code, r, errOut := h.run([]string{report})
-			if r == nil {
-				t.Fatalf("run %d exited %d with no result: %s", run, code, errOut)
-			}
-			class, reason, outcomes := h.finding(r, "shop:charge:sepa")
-			if code != exitPerson || class != string(reconcile.ClassMissing) || !slices.Equal(outcomes, []string{"redeliver:escalated"}) {
-				t.Errorf("run %d: exit %d, shop:charge:sepa %s %v (%s); want %d, missing and a person's", run, code, class, outcomes, reason, exitPerson)
-			}
-		}
-		h.money(0, 2)
-		if n := h.pagedAbout("shop:charge:sepa"); n != 1 {
-			t.Errorf("%d pages about shop:charge:sepa, want one", n)
-		}
-	})
-}
-
-// A missing refund the job redelivered that later fails (the customer's
-// bank cannot take it) leaves the customer without their money: once the
-// report shows the failure, the job asks the provider, and a person
-// decides, paged once; nothing is sent again on the job's own.
-func TestARedeliveredRefundThatFailsIsAPersons(t *testing.T) {
-	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
-		h := newHostile(t, l)
-		var later atomic.Int64 // how far the bank's day is ahead of the job's
-		h.sb = sandbox.New(sandbox.Options{Now: func() time.Time { return time.Now().Add(time.Duration(later.Load())) }})
-		pi, ch := h.charge("a", "shop:charge:a", 3000)
-		h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
-		made := h.refund("shop:refund:first", "shop:refund:first", ch, 500) // so that the report covers refunds
-		h.effect("shop:refund:first", "refund", reconcile.StatusConfirmed, made, dayAgo,
-			fmt.Sprintf(`{"charge": %q, "amount": 500, "metadata": {"effect_key": "shop:refund:first"}}`, ch))
-		h.effect("shop:refund:a", "refund", reconcile.StatusAttempted, "", dayAgo,
-			fmt.Sprintf(`{"charge": %q, "amount": 1000, "metadata": {"effect_key": "shop:refund:a"}}`, ch))
-		code, r, errOut := h.run([]string{h.report("night1.csv", nil)})
-		if r == nil {
-			t.Fatalf("run 1 exited %d with no result: %s", code, errOut)
-		}
-		if _, reason, outcomes := h.finding(r, "shop:refund:a"); !slices.Equal(outcomes, []string{"redeliver:applied"}) {
-			t.Fatalf("run 1: shop:refund:a %v (%s), want redelivered", outcomes, reason)
-		}
-		later.Store(int64(time.Hour)) // it fails an hour later, and the next runs later still
-		if err := h.sb.FailRefund(h.sb.Refunds()[1].ID); err != nil {
-			t.Fatal(err)
-		}
-		h.env = []string{"RECONCILE_TEST_CLOCK_OFFSET=2h"}
-		report := h.report("night2.csv", nil)
-		for run := 2; run <= 3; run++ {
-			code, r, errOut := h.run([]string{report})
-			if r == nil {
-				t.Fatalf("run %d exited %d with no result: %s", run, code, errOut)
-			}
-			class, reason, outcomes := h.finding(r, "shop:refund:a")
-			if code != exitPerson || class != string(reconcile.ClassMissing) || !slices.Equal(outcomes, []string{"redeliver:escalated"}) {
-				t.Errorf("run %d: exit %d, shop:refund:a %s %v (%s); want %d, missing and a person's", run, code, class, outcomes, reason, exitPerson)
-			}
-		}
-		h.money(2, 1)
-		if n := h.pagedAbout("shop:refund:a"); n != 1 {
-			t.Errorf("%d pages about shop:refund:a, want one", n)
-		}
-	})
+// What the job redelivers can fail later: a missing charge redelivered as
+// a bank debit is processing when it is made, and the bank returns it; a
+// missing refund is made, and the customer's bank cannot take it. The
+// report then shows it and its failure: the customer has not paid, or has
+// not been paid back. The job does not say "made by an earlier run" night
+// after night while nobody looks, and makes nothing again on its own: the
+// provider shows it failed, and a person decides, paged once.
+func TestARedeliveryThatFailsLaterIsAPersons(t *testing.T) {
+	for _, c := range []struct {
+		name, key, request string
+		fail               func(h *hostile) error
+		refunds, payments  int
+	}{
+		{"a bank debit returned", "shop:charge:sepa",
+			`{"amount": 4200, "currency": "eur", "customer": "cus_sepa", "payment_method": "pm_sepa_debit", "metadata": {"effect_key": "shop:charge:sepa"}}`,
+			func(h *hostile) error { return h.sb.Return(h.sb.Payments()[1].ID) }, 1, 2},
+		{"a refund that fails", "shop:refund:a", `{"charge": "CHARGE", "amount": 1000, "metadata": {"effect_key": "shop:refund:a"}}`,
+			func(h *hostile) error { return h.sb.FailRefund(h.sb.Refunds()[1].ID) }, 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				h := newHostile(t, l)
+				var later atomic.Int64 // how far the bank's day is ahead of the job's
+				h.sb = sandbox.New(sandbox.Options{Now: func() time.Time { return time.Now().Add(time.Duration(later.Load())) }})
+				pi, ch := h.charge("a", "shop:charge:a", 3000)
+				h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, pi, dayAgo, chargeReq("shop:charge:a", 3000))
+				made := h.refund("shop:refund:first", "shop:refund:first", ch, 500) // so that the report covers refunds
+				h.effect("shop:refund:first", "refund", reconcile.StatusConfirmed, made, dayAgo,
+					fmt.Sprintf(`{"charge": %q, "amount": 500, "metadata": {"effect_key": "shop:refund:first"}}`, ch))
+				step, _, _ := strings.Cut(strings.TrimPrefix(c.key, "shop:"), ":")
+				h.effect(c.key, step, reconcile.StatusAttempted, "", dayAgo, strings.Replace(c.request, "CHARGE", ch, 1))
+				code, r, errOut := h.run([]string{h.report("night1.csv", nil)})
+				if r == nil {
+					t.Fatalf("run 1 exited %d with no result: %s", code, errOut)
+				}
+				if _, reason, outcomes := h.finding(r, c.key); !slices.Equal(outcomes, []string{"redeliver:applied"}) {
+					t.Fatalf("run 1: %s %v (%s), want redelivered", c.key, outcomes, reason)
+				}
+				later.Store(int64(time.Hour)) // it fails an hour later, and the next runs run later still
+				if err := c.fail(h); err != nil {
+					t.Fatal(err)
+				}
+				h.env = []string{"RECONCILE_TEST_CLOCK_OFFSET=2h"}
+				report := h.report("night2.csv", nil)
+				for run := 2; run <= 3; run++ {
+					code, r, errOut := h.run([]string{report})
+					if r == nil {
+						t.Fatalf("run %d exited %d with no result: %s", run, code, errOut)
+					}
+					class, reason, outcomes := h.finding(r, c.key)
+					if code != exitPerson || class != string(reconcile.ClassMissing) || !slices.Equal(outcomes, []string{"redeliver:escalated"}) {
+						t.Errorf("run %d: exit %d, %s %s %v (%s); want %d, missing and a person's", run, code, c.key, class, outcomes, reason, exitPerson)
+					}
+				}
+				h.money(c.refunds, c.payments)
+				if n := h.pagedAbout(c.key); n != 1 {
+					t.Errorf("%d pages about %s, want one", n, c.key)
+				}
+			})
+		})
+	}
 }
