@@ -126,19 +126,20 @@ func (r *run) existingCompensation(ctx context.Context, d *reconcile.Discrepancy
 
 // verified checks at the provider, before a refund, that the transaction
 // to refund is ours and extra and the one kept is real (see verify). A
-// refund already made in full needs nothing more: the action is skipped
-// with its id. Anything else that does not check out is escalated and paged
-// once: as the compensation's own doubt when its row is claimed already,
-// else about the effect. A retrieval that fails defers the action. stop is
-// true when the action's outcome is settled.
+// charge that failed, or is refunded in full already, needs nothing more:
+// the action is skipped (with the refunds' ids). Anything else that does
+// not check out is escalated and paged once: as the compensation's own
+// doubt when its row is claimed already, else about the effect. A
+// retrieval that fails defers the action. stop is true when the action's
+// outcome is settled.
 func (r *run) verified(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect, claimed bool) (stop bool, err error) {
-	refunded, problem, err := r.verify(ctx, d, x, parent)
+	made, skip, problem, err := r.verify(ctx, d, x, parent)
 	switch {
 	case err != nil:
 		x.Outcome, x.Note = reconcile.OutcomeDeferred, "the provider could not be asked before the refund: "+err.Error()+"; retried next run"
 		return true, nil
-	case refunded != "":
-		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, refunded, "the provider shows "+x.Target+" refunded in full already ("+refunded+"): nothing to compensate"
+	case skip != "":
+		x.Outcome, x.Made, x.Note = reconcile.OutcomeSkipped, made, skip
 		return true, nil
 	case problem != "":
 		x.Outcome, x.Note = reconcile.OutcomeEscalated, "not refunded: "+problem+"; a person decides"

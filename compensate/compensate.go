@@ -163,6 +163,9 @@ func (a *Applier) Act(ctx context.Context, ds []reconcile.Discrepancy) (*Result,
 	if !a.Apply {
 		return &Result{Discrepancies: r.ds}, nil
 	}
+	if err := r.askFirst(ctx); err != nil {
+		return nil, err
+	}
 	if held, err := r.blastRadius(ctx); err != nil || held {
 		return &Result{Discrepancies: r.ds}, err
 	}
@@ -277,6 +280,42 @@ func (r *run) skipDone(ctx context.Context) error {
 					r.made = append(r.made, madeEarlier{i, j, c.SettledAt})
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// askFirst asks the provider about the compensations of charges that a
+// record says failed before the limits count them: most did fail (a
+// returned bank debit the customer paid again by card), and a night of
+// them would otherwise hold every action back. Where there is no client
+// to ask, the record stands, as it did before there was a question.
+func (r *run) askFirst(ctx context.Context) error {
+	for i := range r.ds {
+		d := &r.ds[i]
+		asked, failed := false, true // some action asked about, and every one failed there
+		for j := range d.Actions {
+			x := &d.Actions[j]
+			if tx := target(d, x.Target); x.Kind != reconcile.ActionCompensate || x.Outcome != reconcile.OutcomePlanned || tx == nil || !tx.Failed {
+				failed = false
+				continue
+			}
+			asked = true
+			if r.Providers[d.Provider] == nil { // nobody to ask: the record is all there is
+				x.Outcome, x.Note = reconcile.OutcomeSkipped, "no API client for "+d.Provider+" to ask: "+x.Target+"'s failure record stands; nothing to compensate"
+				continue
+			}
+			parent, err := r.Store.EffectGet(ctx, d.EffectKey)
+			if err != nil {
+				return err
+			}
+			if _, err := r.verified(ctx, d, x, parent, false); err != nil {
+				return err
+			}
+			failed = failed && x.Outcome == reconcile.OutcomeSkipped
+		}
+		if asked && failed { // the one charge left stands: the effect is made once
+			d.Class, d.Reason = reconcile.ClassConfirmed, d.Reason+"; "+d.Actions[0].Note
 		}
 	}
 	return nil

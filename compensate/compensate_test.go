@@ -638,3 +638,21 @@ func TestActionsAtAProviderWithoutAClientAreAPersons(t *testing.T) {
 		}
 	})
 }
+
+// A charge a record says failed, beside one that stands, at a provider the
+// job has no client for, cannot be asked about: its failure record stands
+// (the effect is confirmed), nothing is refunded and nobody is paged.
+func TestAFailureRecordWithNobodyToAskStands(t *testing.T) {
+	ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+		w := newWorld(t, l)
+		eur := reconcile.Money{Minor: 800, Currency: "EUR"}
+		key := reconcile.CompensationKey("app:charge:0", "t2")
+		d := reconcile.Discrepancy{Class: reconcile.ClassDuplicated, EffectKey: "app:charge:0", Provider: "acmebank", Currency: "EUR", ExpectedMinor: 800, ObservedMinor: 1600,
+			Transactions: []reconcile.Transaction{{ID: "t1", Kind: reconcile.KindCharge, Amount: eur}, {ID: "t2", Kind: reconcile.KindCharge, Amount: eur, Failed: true}},
+			Actions:      []reconcile.Action{{Kind: reconcile.ActionCompensate, Key: key, Target: "t2", Outcome: reconcile.OutcomePlanned, Amount: eur}}}
+		res := w.act(w.applier("rec_1", compensate.Options{}), []reconcile.Discrepancy{d})
+		if x := outcome(t, res, key); x.Outcome != reconcile.OutcomeSkipped || w.pages.triggers() != 0 || res.Discrepancies[0].Class != reconcile.ClassConfirmed {
+			t.Errorf("%s %+v, %d pages; want confirmed, skipped and none", res.Discrepancies[0].Class, x, w.pages.triggers())
+		}
+	})
+}

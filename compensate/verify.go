@@ -16,13 +16,14 @@ import (
 // or it belongs to the effect's payment intent), is not the one kept, moved
 // the planned amount, succeeded, is not disputed and is not refunded; and
 // the transaction kept exists, is ours too, is not disputed and is not
-// undone in full. It returns the refund's id when the charge is refunded in
-// full already, or in words what does not check out. err is a retrieval
-// that failed: nothing is known.
-func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect) (refunded, problem string, err error) {
+// undone in full. When the charge needs no refund (it failed, or is
+// refunded in full already) it says why in skip, with the refunds' ids in
+// made; else in words what does not check out, in problem. err is a
+// retrieval that failed: nothing is known.
+func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile.Action, parent *reconcile.Effect) (made, skip, problem string, err error) {
 	kept := keptOf(d)
 	if kept == nil {
-		return "", "the finding names no transaction to keep", nil
+		return "", "", "the finding names no transaction to keep", nil
 	}
 	p := r.Providers[d.Provider] // compensate refunds only where there is one
 	k, problem, err := r.retrieve(ctx, p, kept.ID, parent)
@@ -30,42 +31,45 @@ func (r *run) verify(ctx context.Context, d *reconcile.Discrepancy, x *reconcile
 		if problem != "" {
 			problem = "the transaction kept, " + problem
 		}
-		return "", problem, err
+		return "", "", problem, err
 	}
 	switch {
 	case undone(k) >= k.Amount.Minor && k.Amount.Minor > 0:
 		// Refunding the other one would leave the effect paid by no one.
-		return "", fmt.Sprintf("the transaction kept, %s, is refunded in full at the provider", k.ID), nil
+		return "", "", fmt.Sprintf("the transaction kept, %s, is refunded in full at the provider", k.ID), nil
 	case k.Disputed:
 		// Its cardholder's bank may give it back: the other one too would
 		// pay the customer back twice.
-		return "", fmt.Sprintf("the transaction kept, %s, is disputed at the provider (a chargeback)", k.ID), nil
+		return "", "", fmt.Sprintf("the transaction kept, %s, is disputed at the provider (a chargeback)", k.ID), nil
 	}
 	c, problem, err := r.retrieve(ctx, p, x.Target, parent)
 	switch {
 	case err != nil || problem != "":
-		return "", problem, err
+		return "", "", problem, err
 	case c.ID == k.ID:
-		return "", fmt.Sprintf("%s is the charge kept (%s)", x.Target, kept.ID), nil
+		return "", "", fmt.Sprintf("%s is the charge kept (%s)", x.Target, kept.ID), nil
 	case c.Amount.Minor != x.Amount.Minor || !strings.EqualFold(c.Amount.Currency, x.Amount.Currency):
-		return "", fmt.Sprintf("%s moved %s at the provider, not the %s planned", c.ID, c.Amount, x.Amount), nil
+		return "", "", fmt.Sprintf("%s moved %s at the provider, not the %s planned", c.ID, c.Amount, x.Amount), nil
+	case c.Status == "failed":
+		return "", "the provider shows " + c.ID + " failed: nothing to compensate", "", nil
 	case c.Status != "succeeded":
-		return "", fmt.Sprintf("%s is %s at the provider", c.ID, c.Status), nil
+		return "", "", fmt.Sprintf("%s is %s at the provider", c.ID, c.Status), nil
 	case c.Disputed:
-		return "", fmt.Sprintf("%s is disputed at the provider (a chargeback): the bank may give it back", c.ID), nil
+		return "", "", fmt.Sprintf("%s is disputed at the provider (a chargeback): the bank may give it back", c.ID), nil
 	case c.Refunded >= c.Amount.Minor && c.Amount.Minor > 0:
 		ids := make([]string, len(c.Refunds))
 		for i := range c.Refunds {
 			ids[i] = c.Refunds[i].ID
 		}
 		if len(ids) == 0 {
-			return "", fmt.Sprintf("%s is refunded in full, by refunds the provider did not list", c.ID), nil
+			return "", "", fmt.Sprintf("%s is refunded in full, by refunds the provider did not list", c.ID), nil
 		}
-		return strings.Join(ids, ", "), "", nil
+		made = strings.Join(ids, ", ")
+		return made, "the provider shows " + c.ID + " refunded in full already (" + made + "): nothing to compensate", "", nil
 	case c.Refunded > 0:
-		return "", fmt.Sprintf("%s is refunded in part already (%s of %s)", c.ID, reconcile.Money{Minor: c.Refunded, Currency: c.Amount.Currency}, c.Amount), nil
+		return "", "", fmt.Sprintf("%s is refunded in part already (%s of %s)", c.ID, reconcile.Money{Minor: c.Refunded, Currency: c.Amount.Currency}, c.Amount), nil
 	}
-	return "", "", nil
+	return "", "", "", nil
 }
 
 // retrieve retrieves one transaction of an effect and checks that it is

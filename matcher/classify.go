@@ -20,16 +20,26 @@ import (
 // refunds are the refunds that undo charges, by the charge they name.
 func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[externalID][]*reconcile.Transaction, due, terse bool) reconcile.Discrepancy {
 	d := reconcile.Discrepancy{EffectKey: e.Key, Provider: e.Provider, Currency: e.Currency, ExpectedMinor: e.Amount, Related: copied(related)}
-	var seen []reconcile.Transaction
+	var seen, failed []reconcile.Transaction
 	for _, tx := range linked {
 		if !tx.Failed { // a failed refund or charge moved no money
 			seen = append(seen, *tx)
+		} else if tx.Kind == reconcile.KindCharge {
+			failed = append(failed, *tx)
 		}
 	}
-	d.Transactions = seen
 	kind, _ := ExpectedKind(e.Step)
 	overflowed := false // the sum of a duplicate's amounts went past int64
 	comp := IsCompensation(e)
+	if len(failed) > 0 && e.Step == "charge" && !comp && e.Status != reconcile.StatusAbandoned && (len(seen) > 1 || len(seen) == 1 && once(e, &seen[0])) {
+		// A failure record is a file's word: a line added to a report
+		// would hide a second charge of the customer. Beside the charge
+		// that would confirm the effect (or a duplicate), a failed one is
+		// compensated as a duplicate, and the compensation asks the
+		// provider first, which skips one that failed there.
+		seen = append(seen, failed...)
+	}
+	d.Transactions = seen
 	switch {
 	case e.Status == reconcile.StatusAbandoned && len(seen) > 0:
 		// Someone decided it would never happen, and money moved for it:
@@ -67,7 +77,7 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[e
 		if d.Currency == "" {
 			d.Currency = tx.Amount.Currency
 		}
-		if (e.HasAmount && abs(tx.Amount.Minor) != e.Amount) || (e.Currency != "" && !strings.EqualFold(tx.Amount.Currency, e.Currency)) {
+		if !matches(e, &tx) {
 			d.Class = reconcile.ClassMismatched
 			d.Reason = fmt.Sprintf("%s %s moved %s; the request was %s", kind, tx.ID, money(abs(tx.Amount.Minor), tx.Amount.Currency), money(e.Amount, e.Currency))
 			if comp {
@@ -77,7 +87,7 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[e
 			d.Actions = []reconcile.Action{escalate(e.Key, d.Class)}
 			break
 		}
-		if e.Status == reconcile.StatusAttempted && !tx.Corroborated {
+		if !once(e, &tx) {
 			// Anyone who can add a line to a webhook dump could invent it:
 			// the application's row waits for the provider's own word.
 			d.Class = reconcile.ClassPending
@@ -130,7 +140,9 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[e
 				partly = true
 				continue
 			}
-			if refunded > 0 {
+			if tx.Failed {
+				d.Reason += fmt.Sprintf("; %s failed, says a record: the provider is asked before any refund", tx.ID)
+			} else if refunded > 0 {
 				// The compensation asks the provider before it refunds: a
 				// refund the provider does not hold (one that failed, a line
 				// added to a file) leaves the customer charged twice.
@@ -147,6 +159,18 @@ func classify(e *Effect, linked, related []*reconcile.Transaction, refunds map[e
 		d.Reason += "; the sum of its amounts is beyond what reconcile can hold and is shown as the largest it can"
 	}
 	return d
+}
+
+// matches says whether tx moved what e asked for.
+func matches(e *Effect, tx *reconcile.Transaction) bool {
+	return (!e.HasAmount || abs(tx.Amount.Minor) == e.Amount) && (e.Currency == "" || strings.EqualFold(tx.Amount.Currency, e.Currency))
+}
+
+// once says whether tx, seen alone, confirms e: it moved what e asked for,
+// on a record the row can take (not a webhook's alone, for an attempted
+// row).
+func once(e *Effect, tx *reconcile.Transaction) bool {
+	return matches(e, tx) && (e.Status != reconcile.StatusAttempted || tx.Corroborated)
 }
 
 // ids lists the ids of txs, for a reason.
@@ -189,7 +213,7 @@ func keeper(e *Effect, seen []reconcile.Transaction, refunds map[externalID][]*r
 	some := false
 	for i := range seen {
 		refunded, _ := refundedBy(&seen[i], refunds, false)
-		standing[i] = refunded < abs(seen[i].Amount.Minor)
+		standing[i] = !seen[i].Failed && refunded < abs(seen[i].Amount.Minor)
 		some = some || standing[i]
 	}
 	named, best := -1, -1
@@ -210,7 +234,7 @@ func keeper(e *Effect, seen []reconcile.Transaction, refunds map[externalID][]*r
 		}
 	}
 	if named >= 0 {
-		return best, "the earliest not refunded: the ledger's " + seen[named].ID + " is refunded in full"
+		return best, "the earliest that stands: the ledger's " + seen[named].ID + " is refunded in full or failed"
 	}
 	return best, "the earliest"
 }

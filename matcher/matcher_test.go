@@ -105,6 +105,21 @@ func TestClassification(t *testing.T) {
 				return e
 			}()},
 			[]string{"duplicated r:charge:0 [ch_a ch_b] exp 1000 obs 2000 {compensate r:charge:0:compensate:ch_a}"}, 0},
+		{"a charge a record says failed, beside one that stands, is asked about: the provider decides", []Effect{charge("r:charge:0", 1000)},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 1000, "r:charge:0"), func() reconcile.Evidence {
+				e := ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0")
+				e.Time = t0.Add(-time.Hour) // the earliest, and failed: never the one kept
+				e.Failed = true
+				return e
+			}()},
+			[]string{"duplicated r:charge:0 [ch_a ch_b] exp 1000 obs 2000 {compensate r:charge:0:compensate:ch_b}"}, 0},
+		{"beside a charge that moved another amount, a failed one changes nothing: mismatched", []Effect{charge("r:charge:0", 1000)},
+			[]reconcile.Evidence{ev("ch_a", reconcile.KindCharge, 900, "r:charge:0"), func() reconcile.Evidence {
+				e := ev("ch_b", reconcile.KindCharge, 1000, "r:charge:0")
+				e.Failed = true
+				return e
+			}()},
+			[]string{"mismatched r:charge:0 [ch_a] exp 1000 obs 900 {escalate r:charge:0:escalate:mismatched}"}, 0},
 		{"the ledger's external id is the keeper", []Effect{confirmedWithID},
 			[]reconcile.Evidence{ev("ch_x", reconcile.KindCharge, 700, "r:charge:3"), func() reconcile.Evidence {
 				e := ev("ch_y", reconcile.KindCharge, 700, "")

@@ -776,3 +776,65 @@ func TestARedeliveryThatFailsLaterIsAPersons(t *testing.T) {
 		})
 	}
 }
+
+// A record that says a charge failed is a file's word. Beside another
+// charge of the effect that stands, it could hide a second charge of the
+// customer (a line added to the report): the job asks the provider, and
+// refunds the charge when it stands there. When it did fail (a bank debit
+// returned, paid again by card), nothing is refunded, nobody is paged, and
+// the refund limits, which count what would be refunded, are not tripped
+// by it.
+func TestAFailureRecordBesideAStandingChargeIsAskedAbout(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		refunds int
+	}{{"a line says the retry failed, the provider says not", 1}, {"a debit returned, paid again by card", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			ledgerdbtest.Each(t, func(t *testing.T, l *ledgerdbtest.Ledger) {
+				h := newHostile(t, l)
+				var first, ch, kept string
+				if c.refunds == 1 {
+					kept, _ = h.charge("order-a", "shop:charge:a", 3000)
+					_, ch = h.charge("order-a-retry", "shop:charge:a", 3000)
+				} else {
+					out := h.post("/v1/payment_intents", "order-a", url.Values{"amount": {"3000"}, "currency": {"eur"}, "confirm": {"true"},
+						"payment_method": {"pm_sepa_debit"}, "metadata[effect_key]": {"shop:charge:a"}})
+					first, ch = out["id"].(string), out["latest_charge"].(string)
+					if err := h.sb.Return(first); err != nil {
+						t.Fatal(err)
+					}
+					kept, _ = h.charge("order-a-card", "shop:charge:a", 3000)
+				}
+				h.effect("shop:charge:a", "charge", reconcile.StatusConfirmed, kept, dayAgo, chargeReq("shop:charge:a", 3000))
+				report := h.report("itemized.csv", func(s string) string {
+					if c.refunds == 0 {
+						return s // the provider's own failure line
+					}
+					for _, line := range strings.Split(s, "\n") {
+						if strings.Contains(line, ch) {
+							forged := strings.Replace(strings.ReplaceAll(line, "30.00", "-30.00"), ",charge,", ",charge_failure,", 1)
+							return s + strings.Replace(forged, "txn_", "txn_forged", 1) + "\n"
+						}
+					}
+					t.Fatalf("no line for %s in %s", ch, s)
+					return ""
+				})
+				var limit []string // a refund limit that any refund planned trips
+				if c.refunds == 0 {
+					limit = []string{"--max-refund", "EUR=1.00"}
+				}
+				code, r, errOut := h.run([]string{report}, limit...)
+				if r == nil {
+					t.Fatalf("run exited %d with no result: %s", code, errOut)
+				}
+				class, reason, outcomes := h.finding(r, "shop:charge:a")
+				if n := len(h.sb.Refunds()); n != c.refunds {
+					t.Errorf("%d refunds, want %d: shop:charge:a %s %v (%s)", n, c.refunds, class, outcomes, reason)
+				}
+				if c.refunds == 0 && (code != 0 || len(h.paged) > 0 || class != "") {
+					t.Errorf("exit %d, %d pages, shop:charge:a %s %v (%s); want 0, none and confirmed", code, len(h.paged), class, outcomes, reason)
+				}
+			})
+		})
+	}
+}

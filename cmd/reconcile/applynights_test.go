@@ -29,8 +29,9 @@ import (
 // a fresh key at once, some a night or two later (a late duplicate of an
 // effect an earlier night closed), some recorded and never sent (some of
 // those paid by bank debit: the job's redelivery is processing until the
-// bank settles or returns it the next night), some sent and never recorded
-// as made, some recorded before the report was cut and
+// bank settles or returns it the next night), some paid by bank debit that
+// the bank returns the next night and the application charges again by
+// card, some sent and never recorded as made, some recorded before the report was cut and
 // sent after the run, some taken back by the customer's bank, some
 // abandoned by the application while the charge went through; orders
 // refunded in full and charged again; refunds made, and refunds recorded
@@ -90,6 +91,8 @@ type trader struct {
 	debits    map[string]bool   // charge effects paid by bank debit: the job redelivers them, and the bank settles or returns them
 	banked    map[string]bool   // the debits the bank settled or returned
 	unsent    map[string]bool   // refund effects recorded and never sent: the job redelivers them
+	rebill    map[int][]string  // night → charge effects paid by bank debit that the bank returns that night, and the application charges by card
+	sepa      map[string]bool   // the charge effects the application pays by bank debit
 	bounced   map[string]bool   // of those, the ones the customer's bank could not take
 	cur       map[string]string // charge effect key → its currency
 	exec      func(query string, args ...any)
@@ -116,7 +119,8 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 	s := &trader{hostile: newHostile(t, l), charges: map[string]int64{}, refunds: map[string]string{}, late: map[int][]string{},
 		inflight: map[int][]string{}, decide: map[int][]decision{}, cur: map[string]string{},
 		repoint: map[int][][2]string{}, repointed: map[string]bool{}, returned: map[string]bool{}, subjects: map[string]string{}, resolved: map[string]bool{}, abandoned: map[string]bool{},
-		debits: map[string]bool{}, banked: map[string]bool{}, unsent: map[string]bool{}, bounced: map[string]bool{}}
+		debits: map[string]bool{}, banked: map[string]bool{}, unsent: map[string]bool{}, bounced: map[string]bool{},
+		rebill: map[int][]string{}, sepa: map[string]bool{}}
 	s.sb = sandbox.New(sandbox.Options{Now: s.clock})
 	rng := rand.New(rand.NewPCG(seed, 15))
 	const nights = 8 // mischief on the first four, late retries until the sixth, then two quiet nights
@@ -153,6 +157,16 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				}
 			}
 		}
+		for _, key := range s.rebill[night] { // the debit comes back; the application charges the card
+			for _, p := range s.sb.Payments() {
+				if p.Metadata["effect_key"] == key && p.Status == "processing" {
+					if err := s.sb.Return(p.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			s.pay("card-"+key, key)
+		}
 		for _, rf := range s.sb.Refunds() { // now and then a customer's bank cannot take the job's refund
 			if key := rf.Metadata["effect_key"]; s.unsent[key] && !s.bounced[key] && rf.Status == "succeeded" && rng.IntN(3) == 0 {
 				s.bounced[key] = true
@@ -187,9 +201,14 @@ func applyNights(t *testing.T, l *ledgerdbtest.Ledger, seed uint64, args ...stri
 				amount := int64(500+rng.IntN(50)*100) * cur.scale
 				s.charges[key], s.cur[key] = amount, cur.code
 				created := tick()
-				switch r := rng.IntN(13); {
+				switch r := rng.IntN(14); {
 				case r == 0: // recorded, then the application crashed before the call
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
+				case r == 13: // paid by bank debit, which the bank returns the next night: the application charges the card
+					s.sepa[key] = true
+					pi, _ := s.pay(key, key)
+					s.effect(key, "charge", reconcile.StatusConfirmed, pi, created, s.req(key))
+					s.rebill[night+1] = append(s.rebill[night+1], key)
 				case r == 12: // the same, paid by bank debit: the job's redelivery is processing for a night
 					s.debits[key] = true
 					s.effect(key, "charge", reconcile.StatusAttempted, "", created, s.req(key))
@@ -371,15 +390,19 @@ type paid struct {
 // pay charges an effect's amount in its currency through the sandbox, as
 // the application does, under the idempotency key idem.
 func (s *trader) pay(idem, key string) (pi, ch string) {
+	method := "pm_card_visa"
+	if s.sepa[key] && !strings.HasPrefix(idem, "card-") {
+		method = "pm_sepa_debit"
+	}
 	out := s.post("/v1/payment_intents", idem, url.Values{"amount": {fmt.Sprint(s.charges[key])}, "currency": {s.cur[key]}, "confirm": {"true"},
-		"payment_method": {"pm_card_visa"}, "customer": {"cus_" + key}, "metadata[effect_key]": {key}})
+		"payment_method": {method}, "customer": {"cus_" + key}, "metadata[effect_key]": {key}})
 	return out["id"].(string), out["latest_charge"].(string)
 }
 
 // req is the request the application records for a charge effect.
 func (s *trader) req(key string) string {
 	method := "pm_card_visa"
-	if s.debits[key] {
+	if s.debits[key] || s.sepa[key] {
 		method = "pm_sepa_debit"
 	}
 	return fmt.Sprintf(`{"amount": %d, "currency": %q, "customer": "cus_%s", "payment_method": %q, "metadata": {"effect_key": %q}}`,
