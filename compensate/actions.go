@@ -191,7 +191,7 @@ func (r *run) redeliver(ctx context.Context, d *reconcile.Discrepancy, x *reconc
 		}
 		return r.deferredTooLong(ctx, d)
 	}
-	if made(found) {
+	if notFailed(found) {
 		if diff := cmp.Or(differs(want, e.Key, found), notMade(found)); diff != "" {
 			return r.checked(ctx, d, x, &c.Claim, found, "the lookup found "+found.ID+", which "+diff, false)
 		}
@@ -229,7 +229,7 @@ func (r *run) lookup(ctx context.Context, p Provider, e *reconcile.Effect, targe
 		return p.FindRefund(ctx, target, e.Key)
 	}
 	found, err := p.FindPayment(ctx, e.Key)
-	if err != nil || made(found) || e.ExternalID == "" {
+	if err != nil || notFailed(found) || e.ExternalID == "" {
 		return found, err
 	}
 	ch, err := p.RetrieveCharge(ctx, e.ExternalID)
@@ -244,14 +244,14 @@ func (r *run) lookup(ctx context.Context, p Provider, e *reconcile.Effect, targe
 	// carries another's is not.
 	m := &reconcile.Made{ID: cmp.Or(ch.PaymentIntent, ch.ID), ChargeID: ch.ID, PaymentIntent: ch.PaymentIntent, Status: ch.Status,
 		Amount: ch.Amount, EffectKey: cmp.Or(ch.EffectKey, e.Key), Response: ch.Response}
-	if made(m) {
+	if notFailed(m) {
 		return m, nil
 	}
 	return found, nil
 }
 
-// made says whether a lookup found something that did not fail.
-func made(m *reconcile.Made) bool {
+// notFailed says whether a lookup found something that did not fail.
+func notFailed(m *reconcile.Made) bool {
 	return m != nil && m.Status != "failed" && m.Status != "canceled"
 }
 
